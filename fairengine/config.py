@@ -1,0 +1,260 @@
+"""The audit configuration: one YAML file names the data, model, roles, methods and parameters.
+
+Every key has a documented default (see README "Configuration reference"); unknown keys are
+errors with a did-you-mean hint, so a typo never silently falls back to a default. The resolved
+configuration (defaults filled in) is printed in every report.
+
+Example::
+
+    data:
+      path: scored.csv          # CSV or Parquet, relative to this file
+    columns:
+      label: y
+      protected: [sex, race]
+      score: score
+    score_type: probability     # or raw (logits, passed through a sigmoid)
+    threshold: 0.5              # null -> expected counts
+    methods:
+      group_parity: {tolerance: 0.05}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fairengine.errors import ConfigError
+from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
+from fairengine.roles import ColumnRoles
+from fairengine.scores import SCORE_TYPES
+
+
+@dataclass
+class DataConfig:
+    """Where the audit data comes from: a file ``path`` or an ``embedded`` dataset name."""
+
+    path: str | None = None
+    format: str | None = None
+    embedded: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ColumnsConfig:
+    """Column roles (see :class:`fairengine.roles.ColumnRoles`)."""
+
+    label: str | None = None
+    protected: list[str] = field(default_factory=list)
+    score: str | None = None
+    features: list[str] | None = None
+    weight: str | None = None
+
+
+@dataclass
+class ModelConfig:
+    """The model to audit: an MLflow model URI, or ``None`` when the data carries scores."""
+
+    uri: str | None = None
+
+
+@dataclass
+class ValidationConfig:
+    """Data validation (Great Expectations) settings."""
+
+    min_group_size: int = 30
+
+
+@dataclass
+class GroupParityConfig:
+    """Demographic parity and equalized-odds gaps (see :func:`fairengine.parity.group_parity`)."""
+
+    enabled: bool = True
+    tolerance: float = 0.05
+    confidence_level: float = 0.95
+
+
+@dataclass
+class MethodsConfig:
+    group_parity: GroupParityConfig = field(default_factory=GroupParityConfig)
+
+
+@dataclass
+class OutputConfig:
+    """Local copies of ``audit.json`` and ``report.html``: ``<dir>/<audit id>/``.
+
+    ``None`` means ``$FAIRENGINE_HOME/reports`` (``FAIRENGINE_HOME`` defaults to
+    ``./fairengine-runs``).
+    """
+
+    dir: str | None = None
+
+
+@dataclass
+class MlflowConfig:
+    """Where results are logged. ``tracking_uri=None`` uses ``$MLFLOW_TRACKING_URI`` if set,
+    else a SQLite store at ``$FAIRENGINE_HOME/mlflow.db``."""
+
+    enabled: bool = True
+    tracking_uri: str | None = None
+    experiment: str = "fairengine-audits"
+    tag_model_version: bool = True
+
+
+@dataclass
+class AuditConfig:
+    """The whole audit configuration."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    columns: ColumnsConfig = field(default_factory=ColumnsConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    score_type: str = "probability"
+    threshold: float | None = 0.5
+    positive_label: Any = 1
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    methods: MethodsConfig = field(default_factory=MethodsConfig)
+    alpha: float = 0.05
+    multiplicity: str = "holm"
+    seed: int = 0
+    output: OutputConfig = field(default_factory=OutputConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.score_type not in SCORE_TYPES:
+            raise ConfigError(
+                f"score_type must be one of {list(SCORE_TYPES)}, got {self.score_type!r}"
+            )
+        if self.threshold is not None and not 0.0 <= float(self.threshold) <= 1.0:
+            raise ConfigError(f"threshold must lie in [0, 1] or be null, got {self.threshold!r}")
+        if not 0.0 < float(self.alpha) < 1.0:
+            raise ConfigError(f"alpha must lie in (0, 1), got {self.alpha!r}")
+        if self.multiplicity not in MULTIPLICITY_METHODS:
+            raise ConfigError(
+                f"multiplicity must be one of {list(MULTIPLICITY_METHODS)}, "
+                f"got {self.multiplicity!r}"
+            )
+        if self.validation.min_group_size < 1:
+            raise ConfigError(
+                f"validation.min_group_size must be >= 1, got {self.validation.min_group_size}"
+            )
+        gp = self.methods.group_parity
+        if gp.tolerance < 0:
+            raise ConfigError(f"methods.group_parity.tolerance must be >= 0, got {gp.tolerance}")
+        if not 0 < gp.confidence_level < 1:
+            raise ConfigError(
+                "methods.group_parity.confidence_level must lie in (0, 1), "
+                f"got {gp.confidence_level}"
+            )
+        if self.data.path and self.data.embedded:
+            raise ConfigError("data: give either 'path' or 'embedded', not both")
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], base_dir: Path | None = None) -> AuditConfig:
+        """Build from a plain dict (parsed YAML); relative ``data.path`` is resolved against
+        ``base_dir``. Unknown keys and wrong types raise :class:`ConfigError` naming the key."""
+        if not isinstance(raw, dict):
+            raise ConfigError(f"the audit config must be a mapping, got {type(raw).__name__}")
+        cfg = _build(cls, raw, "")
+        if base_dir is not None and cfg.data.path and not Path(cfg.data.path).is_absolute():
+            cfg.data.path = str((base_dir / cfg.data.path).resolve())
+        return cfg
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> AuditConfig:
+        """Read a YAML config file."""
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist")
+        try:
+            raw = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+        return cls.from_dict(raw, base_dir=p.parent.resolve())
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def roles(self) -> ColumnRoles:
+        """The column roles; raises when label or protected attributes are not set."""
+        c = self.columns
+        if not c.label:
+            raise ConfigError("columns.label is required (the binary outcome column)")
+        if not c.protected:
+            raise ConfigError("columns.protected must list at least one protected attribute")
+        return ColumnRoles(
+            label=c.label,
+            protected=tuple(c.protected),
+            score=c.score,
+            features=tuple(c.features) if c.features is not None else None,
+            weight=c.weight,
+        )
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f"{prefix}{key}"
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+            raise ConfigError(
+                f"unknown config key {where!r}{hint} (known keys here: {sorted(fields)})"
+            )
+        kwargs[key] = _coerce(hints[key], value, where)
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid config at {prefix or 'top level'}: {exc}") from None
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value, where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")
+        return _build(tp, value, f"{where}.")
+    if origin is list:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise ConfigError(f"config key {where!r} must be a list, got {value!r}")
+        return [_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config key {where!r} must be true or false, got {value!r}")
+        return value
+    if tp in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"config key {where!r} must be a number, got {value!r}")
+        if tp is int and float(value) != int(value):
+            raise ConfigError(f"config key {where!r} must be an integer, got {value!r}")
+        return tp(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"config key {where!r} must be a string, got {value!r}")
+        return value
+    return value

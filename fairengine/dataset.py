@@ -1,0 +1,282 @@
+"""The audit dataset: a table plus column roles, validated once at the boundary.
+
+An :class:`AuditDataset` holds the label (0/1), the probability of a positive prediction per row
+(hard 0/1 with a threshold, the probability itself without), each protected attribute encoded as
+integer group codes with their labels, and optional sample weights. Everything downstream (count
+tables, metrics, tests) consumes these arrays, never the raw frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairengine.errors import DataContractError
+from fairengine.roles import ColumnRoles
+from fairengine.scores import (
+    ScoreType,
+    check_score_type,
+    check_threshold,
+    positive_prediction,
+    to_probability,
+)
+
+
+@dataclass(frozen=True)
+class GroupEncoding:
+    """Integer codes ``0..G-1`` of one protected attribute and the group label of each code."""
+
+    attribute: str
+    codes: np.ndarray
+    categories: tuple[str, ...]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.categories)
+
+    def sizes(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """Row counts (or weight totals) per group, in code order."""
+        return np.bincount(self.codes, weights=weights, minlength=self.n_groups)
+
+
+@dataclass(frozen=True)
+class AuditDataset:
+    """Validated arrays of an audit. Build it with :meth:`from_frame`."""
+
+    frame: pd.DataFrame
+    roles: ColumnRoles
+    label: np.ndarray
+    probability: np.ndarray | None
+    prediction: np.ndarray | None
+    groups: dict[str, GroupEncoding]
+    weights: np.ndarray | None
+    score_type: ScoreType
+    threshold: float | None
+    positive_label: Any = 1
+    feature_columns: tuple[str, ...] = field(default=())
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.label.shape[0])
+
+    @property
+    def features(self) -> pd.DataFrame:
+        return self.frame.loc[:, list(self.feature_columns)]
+
+    @property
+    def prediction_mode(self) -> str:
+        """``hard`` (thresholded predictions) or ``expected`` (expected counts, no threshold)."""
+        return "expected" if self.threshold is None else "hard"
+
+    def require_scores(self, what: str) -> np.ndarray:
+        """The positive-prediction array, or a clear error when the data carries no scores."""
+        if self.prediction is None:
+            raise DataContractError(
+                f"{what} needs model scores: name a score column in roles.score or give a model"
+            )
+        return self.prediction
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the content of the role and feature columns (not of object identity)."""
+        return frame_fingerprint(self.frame, [*self.roles.role_columns(), *self.feature_columns])
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description: rows, fingerprint, roles, group sizes per attribute."""
+        return {
+            "n_rows": self.n_rows,
+            "fingerprint": self.fingerprint(),
+            "roles": self.roles.to_dict(),
+            "score_type": self.score_type,
+            "threshold": self.threshold,
+            "positive_label": _plain(self.positive_label),
+            "label_rate": float(self.label.mean()) if self.n_rows else float("nan"),
+            "groups": {
+                a: dict(zip(g.categories, g.sizes().astype(int).tolist(), strict=True))
+                for a, g in self.groups.items()
+            },
+        }
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        roles: ColumnRoles,
+        *,
+        score_type: str = "probability",
+        threshold: float | None = None,
+        positive_label: Any = 1,
+        min_group_size: int = 1,
+    ) -> AuditDataset:
+        """Validate ``frame`` against ``roles`` and build the dataset.
+
+        Raises :class:`DataContractError` naming the column and the problem for: a missing
+        column, an empty table, a label that is not binary, nulls in the label or a protected
+        attribute, a protected attribute with a single value or a continuous (non-integer float)
+        one, a group with fewer than ``min_group_size`` rows, a non-numeric or non-finite score,
+        a probability outside [0, 1], and negative, non-finite or all-zero weights.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataContractError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+        if not isinstance(roles, ColumnRoles):
+            raise DataContractError(f"roles must be a ColumnRoles, got {type(roles).__name__}")
+        st = check_score_type(score_type)
+        t = check_threshold(threshold)
+        if not isinstance(min_group_size, int | np.integer) or min_group_size < 1:
+            raise DataContractError(
+                f"min_group_size must be a positive integer, got {min_group_size!r}"
+            )
+        features = roles.feature_columns(list(frame.columns))
+        _check_columns_exist(frame, [*roles.role_columns(), *features])
+        if len(frame) == 0:
+            raise DataContractError(
+                "the data has no rows; an audit needs at least one row per group"
+            )
+
+        label = _encode_label(frame[roles.label], roles.label, positive_label)
+        groups = {a: _encode_group(frame[a], a, min_group_size) for a in roles.protected}
+        probability = prediction = None
+        if roles.score is not None:
+            probability = _check_scores(frame[roles.score], roles.score, st)
+            prediction = positive_prediction(probability, t)
+        weights = _check_weights(frame[roles.weight], roles.weight) if roles.weight else None
+        return cls(
+            frame=frame,
+            roles=roles,
+            label=label,
+            probability=probability,
+            prediction=prediction,
+            groups=groups,
+            weights=weights,
+            score_type=st,
+            threshold=t,
+            positive_label=positive_label,
+            feature_columns=tuple(features),
+        )
+
+
+def frame_fingerprint(frame: pd.DataFrame, columns: list[str]) -> str:
+    """SHA-256 over column names, dtypes and row hashes (``pd.util.hash_pandas_object``)."""
+    h = hashlib.sha256()
+    for c in columns:
+        col = frame[c]
+        h.update(str(c).encode())
+        h.update(str(col.dtype).encode())
+        h.update(pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _examples(values: pd.Series, k: int = 5) -> str:
+    return repr([_plain(v) for v in values.iloc[:k].tolist()])
+
+
+def _check_columns_exist(frame: pd.DataFrame, needed: list[str]) -> None:
+    missing = [c for c in dict.fromkeys(needed) if c not in frame.columns]
+    if missing:
+        raise DataContractError(
+            f"missing column(s) {missing}; the table has columns {list(map(str, frame.columns))}"
+        )
+
+
+def _encode_label(col: pd.Series, name: str, positive_label: Any) -> np.ndarray:
+    nulls = int(col.isna().sum())
+    if nulls:
+        raise DataContractError(
+            f"label column {name!r} has {nulls} missing value(s) (first at row "
+            f"{col.index[col.isna()][0]!r}); every row needs a label"
+        )
+    values = pd.unique(col)
+    shown = sorted(map(repr, (_plain(v) for v in values)))[:6]
+    if len(values) > 2:
+        raise DataContractError(
+            f"label column {name!r} must be binary; found {len(values)} distinct values "
+            f"(e.g. {', '.join(shown)})"
+        )
+    is_pos = (col == positive_label).to_numpy(dtype=bool)
+    if len(values) == 2 and not is_pos.any():
+        raise DataContractError(
+            f"label column {name!r} has values {', '.join(shown)} but positive_label="
+            f"{positive_label!r} is not one of them; set positive_label"
+        )
+    return is_pos.astype(np.int8)
+
+
+def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:
+    nulls = int(col.isna().sum())
+    if nulls:
+        raise DataContractError(
+            f"protected attribute {name!r} has {nulls} missing value(s) (first at row "
+            f"{col.index[col.isna()][0]!r}); fill or drop them before the audit"
+        )
+    if pd.api.types.is_float_dtype(col.dtype) and not np.all(np.mod(col.to_numpy(float), 1) == 0):
+        raise DataContractError(
+            f"protected attribute {name!r} is continuous (non-integer floats); bin it into "
+            "groups first (e.g. pd.cut)"
+        )
+    codes, uniques = pd.factorize(col, sort=True)
+    categories = tuple(str(_plain(u)) for u in uniques)
+    if len(set(categories)) != len(categories):
+        raise DataContractError(
+            f"protected attribute {name!r} has distinct values with the same text "
+            f"{categories}; use one type per column"
+        )
+    if len(categories) < 2:
+        raise DataContractError(
+            f"protected attribute {name!r} has a single value {categories[0]!r}; "
+            "a fairness audit needs at least two groups"
+        )
+    enc = GroupEncoding(name, codes.astype(np.intp), categories)
+    sizes = enc.sizes()
+    small = [f"{c!r} (n={int(n)})" for c, n in zip(categories, sizes, strict=True) if n < min_size]
+    if small:
+        raise DataContractError(
+            f"protected attribute {name!r} has group(s) below the minimum size {min_size}: "
+            f"{', '.join(small)}; merge small groups or lower min_group_size"
+        )
+    return enc
+
+
+def _check_scores(col: pd.Series, name: str, score_type: ScoreType) -> np.ndarray:
+    if not (pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)):
+        raise DataContractError(
+            f"score column {name!r} must be numeric; found dtype {col.dtype} "
+            f"(e.g. {_examples(col)})"
+        )
+    s = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(s)
+    if bad.any():
+        raise DataContractError(
+            f"score column {name!r} has {int(bad.sum())} missing or infinite value(s) "
+            f"(e.g. {_examples(col[bad])})"
+        )
+    if score_type == "probability":
+        out = (s < 0) | (s > 1)
+        if out.any():
+            raise DataContractError(
+                f"score column {name!r} is declared score_type='probability' but "
+                f"{int(out.sum())} value(s) lie outside [0, 1] (e.g. {_examples(col[out])}); "
+                "use score_type='raw' for logits"
+            )
+    return to_probability(s, score_type)
+
+
+def _check_weights(col: pd.Series, name: str) -> np.ndarray:
+    if not pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+        raise DataContractError(f"weight column {name!r} must be numeric; found dtype {col.dtype}")
+    w = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        raise DataContractError(
+            f"weight column {name!r} must be finite and non-negative; {int(bad.sum())} value(s) "
+            f"are not (e.g. {_examples(col[bad])})"
+        )
+    if not w.sum() > 0:
+        raise DataContractError(f"weight column {name!r} sums to zero")
+    return w

@@ -1,0 +1,32 @@
+"""Exception types raised at FairEngine's public boundary.
+
+Every error a user can cause by bad input is a :class:`FairEngineError` whose message names the
+column or parameter at fault and says what was expected. They subclass ``ValueError`` so code
+that already catches ``ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+
+class FairEngineError(ValueError):
+    """Base class of all user-facing FairEngine errors."""
+
+
+class DataContractError(FairEngineError):
+    """The data does not satisfy the audit-dataset contract (roles, types, values)."""
+
+
+class DataValidationError(FairEngineError):
+    """Data validation (Great Expectations) failed; ``failures`` lists every failed check."""
+
+    def __init__(self, message: str, failures: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.failures = list(failures or [])
+
+
+class ConfigError(FairEngineError):
+    """The audit configuration is invalid (unknown key, wrong type, missing file)."""
+
+
+class ModelLoadError(FairEngineError):
+    """The model URI could not be loaded or the model cannot score the data."""

@@ -1,0 +1,355 @@
+"""The result contract: typed, JSON-serialisable results of every method and of a whole audit.
+
+The JSON produced by :meth:`AuditResult.to_dict` is the source of truth; the HTML report and the
+MLflow metrics are renderings of it. Every number a user may act on is a :class:`Finding`: a point
+estimate with its interval and, when it is tested, its p-value, multiplicity-adjusted p-value and
+decision at the audit's level ``alpha``.
+
+Non-finite floats are encoded as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` so the
+output is strict JSON (``json.dumps(..., allow_nan=False)`` succeeds); :func:`decode_float`
+reverses that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Decision = Literal["reject", "fail_to_reject", "not_tested"]
+MethodStatus = Literal["ok", "failed", "not_run"]
+VerdictStatus = Literal["pass", "fail", "incomplete"]
+
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def encode_float(x: float | None) -> float | str | None:
+    """Encode a float for strict JSON: finite floats unchanged, non-finite as strings."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def decode_float(x: float | str | None) -> float | None:
+    """Inverse of :func:`encode_float`."""
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return _NONFINITE[x]
+    return float(x)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Recursively convert numpy scalars/arrays, tuples and dataclasses to strict JSON values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, bool | np.bool_):
+        return bool(obj)
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return encode_float(float(obj))
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence (or credible) interval ``[low, high]`` at ``level`` computed by ``method``."""
+
+    low: float
+    high: float
+    level: float = 0.95
+    method: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "low": encode_float(self.low),
+            "high": encode_float(self.high),
+            "level": self.level,
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Interval:
+        return cls(
+            low=decode_float(d["low"]),  # type: ignore[arg-type]
+            high=decode_float(d["high"]),  # type: ignore[arg-type]
+            level=float(d.get("level", 0.95)),
+            method=str(d.get("method", "")),
+        )
+
+
+@dataclass
+class Finding:
+    """One estimated quantity: estimate, interval, and (when tested) p-values and decision.
+
+    ``key`` is a flat, MLflow-safe metric name such as ``dp_gap.sex.female_male``; ``label`` is the
+    human-readable name; ``reading`` is a one-line plain-language reading for the verdict table.
+    ``adjusted_pvalue`` is filled by the audit's multiplicity adjustment and ``decision`` is taken
+    on it (``reject`` means the null hypothesis ``null_hypothesis`` is rejected at ``alpha``).
+    """
+
+    key: str
+    label: str
+    estimate: float
+    interval: Interval | None = None
+    pvalue: float | None = None
+    adjusted_pvalue: float | None = None
+    null_hypothesis: str = ""
+    decision: Decision = "not_tested"
+    reading: str = ""
+
+    @property
+    def tested(self) -> bool:
+        return self.pvalue is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "estimate": encode_float(self.estimate),
+            "interval": self.interval.to_dict() if self.interval else None,
+            "pvalue": encode_float(self.pvalue),
+            "adjusted_pvalue": encode_float(self.adjusted_pvalue),
+            "null_hypothesis": self.null_hypothesis,
+            "decision": self.decision,
+            "reading": self.reading,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        return cls(
+            key=d["key"],
+            label=d["label"],
+            estimate=decode_float(d["estimate"]),  # type: ignore[arg-type]
+            interval=Interval.from_dict(d["interval"]) if d.get("interval") else None,
+            pvalue=decode_float(d.get("pvalue")),
+            adjusted_pvalue=decode_float(d.get("adjusted_pvalue")),
+            null_hypothesis=d.get("null_hypothesis", ""),
+            decision=d.get("decision", "not_tested"),
+            reading=d.get("reading", ""),
+        )
+
+
+@dataclass
+class MethodResult:
+    """The result of one audit method (e.g. ``group_parity``).
+
+    ``details`` holds whatever the report plots (per-group rates, distributions); it must be made
+    of JSON-compatible values (numpy values are converted by :meth:`to_dict`).
+    ``status`` is ``failed`` (with ``reason``) when an optional step failed, ``not_run`` when the
+    method was not requested or not applicable (with ``reason``).
+    """
+
+    method: str
+    title: str
+    status: MethodStatus = "ok"
+    parameters: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "title": self.title,
+            "status": self.status,
+            "parameters": to_jsonable(self.parameters),
+            "findings": [f.to_dict() for f in self.findings],
+            "details": to_jsonable(self.details),
+            "reason": self.reason,
+            "warnings": list(self.warnings),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MethodResult:
+        return cls(
+            method=d["method"],
+            title=d.get("title", d["method"]),
+            status=d.get("status", "ok"),
+            parameters=d.get("parameters", {}),
+            findings=[Finding.from_dict(f) for f in d.get("findings", [])],
+            details=d.get("details", {}),
+            reason=d.get("reason"),
+            warnings=list(d.get("warnings", [])),
+            seconds=d.get("seconds"),
+        )
+
+
+@dataclass
+class ExpectationOutcome:
+    """One data-validation check: what was expected, on which column, and what was found."""
+
+    expectation: str
+    column: str | None
+    success: bool
+    description: str
+    unexpected_count: int | None = None
+    unexpected_examples: list[Any] = field(default_factory=list)
+    observed: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExpectationOutcome:
+        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass
+class ValidationResult:
+    """The outcome of data validation: overall success and every check's outcome."""
+
+    success: bool
+    engine: str
+    n_rows: int
+    expectations: list[ExpectationOutcome] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[ExpectationOutcome]:
+        return [e for e in self.expectations if not e.success]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "engine": self.engine,
+            "n_rows": self.n_rows,
+            "expectations": [e.to_dict() for e in self.expectations],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ValidationResult:
+        return cls(
+            success=bool(d["success"]),
+            engine=d.get("engine", ""),
+            n_rows=int(d.get("n_rows", 0)),
+            expectations=[ExpectationOutcome.from_dict(e) for e in d.get("expectations", [])],
+        )
+
+
+@dataclass
+class Verdict:
+    """The audit's overall verdict.
+
+    ``fail``: at least one tested finding rejects its null hypothesis after multiplicity
+    adjustment. ``incomplete``: no rejection, but a requested method failed. ``pass``: every
+    requested method ran and no test rejected (absence of evidence of disparity at ``alpha``,
+    not proof of fairness).
+    """
+
+    status: VerdictStatus
+    summary: str
+    reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        return cls(status=d["status"], summary=d["summary"], reasons=list(d.get("reasons", [])))
+
+
+@dataclass
+class AuditResult:
+    """Everything one audit produced: config, data/model identity, validation, methods, verdict."""
+
+    audit_id: str
+    created_at: str
+    config: dict[str, Any]
+    dataset: dict[str, Any]
+    model: dict[str, Any]
+    validation: ValidationResult | None
+    methods: list[MethodResult]
+    alpha: float
+    multiplicity: str
+    verdict: Verdict
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def method(self, name: str) -> MethodResult:
+        """The result of method ``name``; raises ``KeyError`` naming the available ones."""
+        for m in self.methods:
+            if m.method == name:
+                return m
+        raise KeyError(f"no method {name!r} in this audit; have {[m.method for m in self.methods]}")
+
+    def findings(self) -> list[Finding]:
+        return [f for m in self.methods for f in m.findings]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "fairengine.audit/1",
+            "audit_id": self.audit_id,
+            "created_at": self.created_at,
+            "config": to_jsonable(self.config),
+            "dataset": to_jsonable(self.dataset),
+            "model": to_jsonable(self.model),
+            "validation": self.validation.to_dict() if self.validation else None,
+            "methods": [m.to_dict() for m in self.methods],
+            "alpha": self.alpha,
+            "multiplicity": self.multiplicity,
+            "verdict": self.verdict.to_dict(),
+            "metadata": to_jsonable(self.metadata),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AuditResult:
+        return cls(
+            audit_id=d["audit_id"],
+            created_at=d["created_at"],
+            config=d.get("config", {}),
+            dataset=d.get("dataset", {}),
+            model=d.get("model", {}),
+            validation=ValidationResult.from_dict(d["validation"]) if d.get("validation") else None,
+            methods=[MethodResult.from_dict(m) for m in d.get("methods", [])],
+            alpha=float(d["alpha"]),
+            multiplicity=d.get("multiplicity", "holm"),
+            verdict=Verdict.from_dict(d["verdict"]),
+            metadata=d.get("metadata", {}),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> AuditResult:
+        return cls.from_dict(json.loads(text))
+
+    def flat_metrics(self) -> dict[str, float]:
+        """Flat ``{name: value}`` metrics for MLflow: estimate, interval ends and p-values.
+
+        Names are the findings' keys (``dp_gap.sex.female_male``) with suffixes ``.ci_low``,
+        ``.ci_high``, ``.pvalue``, ``.pvalue_adj``; non-finite values are left out.
+        """
+        out: dict[str, float] = {}
+        for f in self.findings():
+            pairs = [(f.key, f.estimate)]
+            if f.interval is not None:
+                pairs += [
+                    (f"{f.key}.ci_low", f.interval.low),
+                    (f"{f.key}.ci_high", f.interval.high),
+                ]
+            pairs += [(f"{f.key}.pvalue", f.pvalue), (f"{f.key}.pvalue_adj", f.adjusted_pvalue)]
+            for name, value in pairs:
+                if value is not None and math.isfinite(value):
+                    out[name] = float(value)
+        return out

@@ -1,0 +1,74 @@
+"""Scores to probabilities to (hard or expected) positive predictions.
+
+Follows LiFT's conventions (``../shared/docs/lift-semantics.md`` §1.1):
+
+* ``score_type="raw"``: p = 1 / (1 + e^(−s)) (the logistic sigmoid);
+  ``score_type="probability"``: p = s, which must lie in [0, 1].
+* With a threshold t, the prediction is ŷ = 1{p > t} (**strict**), on the probability scale.
+* Without a threshold, p itself is the probability of a positive prediction, so summing it over a
+  group gives the *expected* number of positive predictions ("expected counts").
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from scipy.special import expit
+
+from fairengine.errors import DataContractError
+
+ScoreType = Literal["raw", "probability"]
+SCORE_TYPES: tuple[str, ...] = ("raw", "probability")
+
+
+def check_score_type(score_type: str) -> ScoreType:
+    """Return ``score_type`` if valid, else raise naming the valid values."""
+    if score_type not in SCORE_TYPES:
+        raise DataContractError(
+            f"score_type must be one of {list(SCORE_TYPES)}, got {score_type!r}"
+        )
+    return score_type  # type: ignore[return-value]
+
+
+def check_threshold(threshold: float | None) -> float | None:
+    """Return ``threshold`` as a float in [0, 1] (or ``None``), else raise."""
+    if threshold is None:
+        return None
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        raise DataContractError(
+            f"threshold must be a number in [0, 1] on the probability scale or null, "
+            f"got {threshold!r}"
+        ) from None
+    if not 0.0 <= t <= 1.0:
+        raise DataContractError(
+            f"threshold must lie in [0, 1] (it applies to probabilities, after the sigmoid for "
+            f"raw scores), got {t}"
+        )
+    return t
+
+
+def to_probability(score: np.ndarray, score_type: ScoreType) -> np.ndarray:
+    """Map scores to probabilities: the sigmoid for raw scores, identity for probabilities.
+
+    The sigmoid is scipy's ``expit``, which is stable for large |s| (no overflow warnings).
+    """
+    s = np.asarray(score, dtype=np.float64)
+    if check_score_type(score_type) == "raw":
+        return expit(s)
+    return s
+
+
+def positive_prediction(prob: np.ndarray, threshold: float | None) -> np.ndarray:
+    """Probability of a positive prediction per row.
+
+    With a threshold: the hard prediction 1{p > t} as 0.0/1.0. Without: p itself, so group sums
+    are expected counts of positive predictions.
+    """
+    p = np.asarray(prob, dtype=np.float64)
+    t = check_threshold(threshold)
+    if t is None:
+        return p
+    return (p > t).astype(np.float64)

@@ -1,0 +1,179 @@
+"""The audit flow: data -> model scores -> validation -> methods -> verdict -> report -> MLflow.
+
+Runs with no server: with no ``PREFECT_API_URL`` Prefect starts its embedded (ephemeral) API
+for the duration of the run. Required steps (data, model, validation, the dataset contract)
+fail the run with a readable error and write nothing; an optional method that fails is recorded
+as ``failed`` with its reason and the rest of the audit completes. Outputs are written in the
+order JSON, HTML, MLflow, so a failure while logging leaves the local results in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from tasks.report import render_report_task
+from tasks.validate import validate_data
+
+from fairengine.audit import finalize_audit
+from fairengine.config import AuditConfig
+from fairengine.errors import ConfigError
+from fairengine.results import AuditResult, MethodResult
+from tasks.data import build_dataset, load_data
+from tasks.group_metrics import group_parity_task
+from tasks.mlflow_log import log_to_mlflow
+from tasks.model import SCORE_COLUMN, load_model, score_data
+from tasks.outputs import write_outputs
+from tasks.settings import default_report_dir, default_tracking_uri
+
+VERSIONED_PACKAGES = (
+    "fairengine",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "torch",
+    "pot",
+    "prefect",
+    "mlflow",
+    "great-expectations",
+    "jinja2",
+    "matplotlib",
+)
+
+
+@dataclass
+class AuditRun:
+    """What an audit run produced: the result, local file paths and the MLflow run (if logged)."""
+
+    result: AuditResult
+    paths: dict[str, str]
+    mlflow: dict[str, str] | None
+
+    @property
+    def report_path(self) -> str:
+        return self.paths["report"]
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages an audit depends on."""
+    out = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+@task(name="assemble-audit", cache_policy=NO_CACHE)
+def assemble_audit(**kwargs: Any) -> AuditResult:
+    """Multiplicity adjustment, decisions and verdict (:func:`fairengine.audit.finalize_audit`)."""
+    result = finalize_audit(**kwargs)
+    get_run_logger().info("Verdict: %s - %s", result.verdict.status.upper(), result.verdict.summary)
+    return result
+
+
+@flow(name="fairness-audit", log_prints=True)
+def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
+    """Audit a model (or scores in the data) as described by ``config`` (an audit YAML as a dict).
+
+    ``base_dir`` resolves a relative ``data.path`` (the CLI passes the config file's folder).
+    """
+    cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
+    logger = get_run_logger()
+    timings: dict[str, float] = {}
+    tracking_uri = cfg.mlflow.tracking_uri or default_tracking_uri()
+
+    def timed(step: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            timings[step] = round(time.perf_counter() - start, 4)
+
+    frame, roles, source = timed("load_data", load_data, cfg)
+    model_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
+    if cfg.model.uri:
+        if cfg.columns.score:
+            raise ConfigError(
+                "give either columns.score (scores already in the data) or model.uri (score "
+                "with the model), not both"
+            )
+        model, model_info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
+        features = roles.feature_columns([c for c in frame.columns if c != SCORE_COLUMN])
+        frame = timed("score_data", score_data, model, frame, features)
+        roles = dataclasses.replace(roles, score=SCORE_COLUMN, features=tuple(features))
+    elif roles.score is None:
+        raise ConfigError("no scores to audit: set columns.score or model.uri")
+    model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
+
+    validation = timed(
+        "validate_data",
+        validate_data,
+        frame,
+        roles,
+        score_type=cfg.score_type,
+        positive_label=cfg.positive_label,
+        min_group_size=cfg.validation.min_group_size,
+    )
+    dataset = timed("build_dataset", build_dataset, frame, roles, cfg)
+
+    methods: list[MethodResult] = []
+    gp = cfg.methods.group_parity
+    if gp.enabled:
+        try:
+            methods.append(timed("group_parity", group_parity_task, dataset, gp))
+        except Exception as exc:  # an optional method: record the failure, finish the audit
+            logger.error("group parity failed: %s", exc)
+            methods.append(
+                MethodResult(
+                    "group_parity",
+                    "Demographic parity and equalized odds",
+                    status="failed",
+                    reason=f"{type(exc).__name__}: {exc}",
+                )
+            )
+    else:
+        methods.append(
+            MethodResult(
+                "group_parity",
+                "Demographic parity and equalized odds",
+                status="not_run",
+                reason="disabled in the config (methods.group_parity.enabled)",
+            )
+        )
+
+    summary = {**source, **dataset.summary()}
+    result = assemble_audit(
+        config=cfg.to_dict(),
+        dataset=summary,
+        model=model_info,
+        validation=validation,
+        methods=methods,
+        alpha=cfg.alpha,
+        multiplicity=cfg.multiplicity,
+        metadata={
+            "versions": package_versions(),
+            "fairengine_version": package_versions()["fairengine"],
+            "seed": cfg.seed,
+            "timings": timings,
+        },
+    )
+    html = timed("render_report", render_report_task, result)
+    out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
+    paths = write_outputs(result, html, str(out_dir / result.audit_id))
+    mlflow_info = None
+    if cfg.mlflow.enabled:
+        mlflow_info = log_to_mlflow(
+            result, html, tracking_uri, cfg.mlflow.experiment, cfg.mlflow.tag_model_version
+        )
+    logger.info("Report: %s", paths["report"])
+    return AuditRun(result=result, paths=paths, mlflow=mlflow_info)

@@ -1,0 +1,127 @@
+"""Record an audit in MLflow: params, flat metrics, the JSON result and the HTML report.
+
+The audit run is linked to the audited model version by tags on both sides:
+the run carries ``fairengine.model_name``/``fairengine.model_version``; the model version carries
+``fairengine.verdict``, ``fairengine.audit_run_id`` and ``fairengine.audit_id``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from fairengine.results import AuditResult
+from tasks.settings import default_artifact_root, default_tracking_uri
+
+MLFLOW_PARAM_LIMIT = 6000  # characters per param value in MLflow 3
+
+
+def flatten_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"methods.group_parity.tolerance": "0.05", ...}`` from a nested config."""
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten_params(value, f"{name}."))
+        else:
+            out[name] = str(value)[:MLFLOW_PARAM_LIMIT]
+    return out
+
+
+def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
+    """The experiment id of ``name``, creating it (with artifacts under the FairEngine home when
+    the store is the default local one)."""
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = None
+    if tracking_uri == default_tracking_uri() and tracking_uri.startswith("sqlite:"):
+        location = (default_artifact_root() / name).as_uri()
+    return client.create_experiment(name, artifact_location=location)
+
+
+def log_audit(
+    result: AuditResult,
+    html: str,
+    *,
+    tracking_uri: str,
+    experiment: str,
+    tag_model_version: bool = True,
+) -> dict[str, str]:
+    """Create the audit run and log everything; returns run id, experiment id and artifact URI."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    exp_id = ensure_experiment(client, experiment, tracking_uri)
+    model = result.model
+    tags = {
+        "fairengine.audit_id": result.audit_id,
+        "fairengine.verdict": result.verdict.status,
+        "fairengine.kind": "audit",
+    }
+    if model.get("name"):
+        tags["fairengine.model_name"] = str(model["name"])
+        tags["fairengine.model_version"] = str(model.get("version"))
+    if model.get("uri"):
+        tags["fairengine.model_uri"] = str(model["uri"])
+    run_name = (
+        f"audit-{model.get('name') or result.dataset.get('name') or 'data'}-{result.audit_id}"
+    )
+    run = client.create_run(exp_id, run_name=run_name, tags=tags)
+    run_id = run.info.run_id
+    try:
+        params = flatten_params(result.config)
+        items = list(params.items())
+        for i in range(0, len(items), 100):
+            client.log_batch(
+                run_id, params=[mlflow.entities.Param(k, v) for k, v in items[i : i + 100]]
+            )
+        metrics = result.flat_metrics()
+        metrics["verdict_fail"] = float(result.verdict.status == "fail")
+        ts = int(time.time() * 1000)
+        entries = [mlflow.entities.Metric(k, v, ts, 0) for k, v in sorted(metrics.items())]
+        for i in range(0, len(entries), 500):
+            client.log_batch(run_id, metrics=entries[i : i + 500])
+        client.log_dict(run_id, result.to_dict(), "audit/audit.json")
+        client.log_text(run_id, html, "audit/report.html")
+        client.set_terminated(run_id, "FINISHED")
+    except Exception:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    if tag_model_version and model.get("name") and model.get("version"):
+        for key, value in {
+            "fairengine.verdict": result.verdict.status,
+            "fairengine.audit_run_id": run_id,
+            "fairengine.audit_id": result.audit_id,
+        }.items():
+            client.set_model_version_tag(model["name"], str(model["version"]), key, value)
+    return {
+        "run_id": run_id,
+        "experiment_id": exp_id,
+        "artifact_uri": client.get_run(run_id).info.artifact_uri,
+        "tracking_uri": tracking_uri,
+    }
+
+
+@task(name="log-to-mlflow", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=3)
+def log_to_mlflow(
+    result: AuditResult,
+    html: str,
+    tracking_uri: str,
+    experiment: str,
+    tag_model_version: bool = True,
+) -> dict[str, str]:
+    """Prefect task around :func:`log_audit` (retried: the store may be a remote server)."""
+    info = log_audit(
+        result,
+        html,
+        tracking_uri=tracking_uri,
+        experiment=experiment,
+        tag_model_version=tag_model_version,
+    )
+    get_run_logger().info("Logged audit to MLflow run %s (%s)", info["run_id"], tracking_uri)
+    return info

@@ -1,0 +1,120 @@
+"""Load the audited model from MLflow and score the audit data with it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from fairengine.errors import ModelLoadError
+
+SCORE_COLUMN = "_fairengine_score"
+_REGISTRY_URI = re.compile(
+    r"^models:/(?P<name>[^/@]+)(?:/(?P<version>[^/]+)|@(?P<alias>[^/]+))?/?$"
+)
+
+
+def describe_model_uri(uri: str, tracking_uri: str) -> dict[str, Any]:
+    """Name and version of a ``models:/name/version`` or ``models:/name@alias`` URI.
+
+    The alias is resolved to its version in the registry. Other URIs (``runs:/``, paths) give
+    ``name``/``version`` ``None``.
+    """
+    info: dict[str, Any] = {"uri": uri, "name": None, "version": None, "alias": None}
+    m = _REGISTRY_URI.match(uri)
+    if not m:
+        return info
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    name, version, alias = m["name"], m["version"], m["alias"]
+    try:
+        if alias:
+            mv = client.get_model_version_by_alias(name, alias)
+        elif version and version.isdigit():
+            mv = client.get_model_version(name, version)
+        else:
+            raise ModelLoadError(
+                f"model URI {uri!r}: the part after the name must be a version number or "
+                "'@alias' (models:/name/3 or models:/name@champion)"
+            )
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise ModelLoadError(
+            f"could not find model {uri!r} in the MLflow registry at {tracking_uri}: "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from None
+    info.update(name=name, version=str(mv.version), alias=alias, run_id=mv.run_id)
+    return info
+
+
+def load_pyfunc(uri: str, tracking_uri: str) -> Any:
+    """``mlflow.pyfunc.load_model(uri)`` with a readable error naming the URI."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_registry_uri(tracking_uri)
+    try:
+        return mlflow.pyfunc.load_model(uri)
+    except Exception as exc:
+        raise ModelLoadError(
+            f"could not load model {uri!r} (tracking store {tracking_uri}): "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from None
+
+
+def predict_scores(model: Any, features: pd.DataFrame) -> np.ndarray:
+    """Scores of the positive class: column 1 of a two-column output, else the 1-D output."""
+    try:
+        out = model.predict(features)
+    except Exception as exc:
+        raise ModelLoadError(
+            f"the model could not score the audit data (feature columns {list(features.columns)}): "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from None
+    arr = np.asarray(
+        out.to_numpy() if isinstance(out, pd.DataFrame | pd.Series) else out, dtype=float
+    )
+    if arr.ndim == 2 and arr.shape[1] == 2:
+        arr = arr[:, 1]
+    elif arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or arr.shape[0] != len(features):
+        raise ModelLoadError(
+            f"the model returned output of shape {np.shape(out)} for {len(features)} rows; "
+            "expected one score per row (or two class probabilities)"
+        )
+    return arr
+
+
+@task(name="load-model", cache_policy=NO_CACHE)
+def load_model(uri: str, tracking_uri: str) -> tuple[Any, dict[str, Any]]:
+    """Resolve and load the model; returns the pyfunc model and its registry description."""
+    info = describe_model_uri(uri, tracking_uri)
+    model = load_pyfunc(uri, tracking_uri)
+    get_run_logger().info("Loaded model %s (version %s)", uri, info.get("version"))
+    return model, info
+
+
+@task(name="score-data", cache_policy=NO_CACHE)
+def score_data(model: Any, frame: pd.DataFrame, feature_columns: list[str]) -> pd.DataFrame:
+    """A copy of ``frame`` with the model's scores in column ``_fairengine_score``."""
+    missing = [c for c in feature_columns if c not in frame.columns]
+    if missing:
+        raise ModelLoadError(
+            f"the model needs feature column(s) {missing} that the data does not have"
+        )
+    scored = frame.copy()
+    scored[SCORE_COLUMN] = predict_scores(model, frame.loc[:, feature_columns])
+    get_run_logger().info("Scored %d rows with the model", len(frame))
+    return scored
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,49 @@
+"""Locations and offline defaults shared by the CLI, the flow and the MLflow edge.
+
+``FAIRENGINE_HOME`` (default ``./fairengine-runs``) holds the default local MLflow store
+(``mlflow.db`` + ``mlartifacts/``), local report copies (``reports/``) and the demo's files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Telemetry and update checks off unless the user decided otherwise (set before importing
+# prefect or mlflow). Prefect's server telemetry stops only with the first; MLflow ignores
+# DO_NOT_TRACK=1 and needs MLFLOW_DISABLE_TELEMETRY=true.
+OFFLINE_DEFAULTS: dict[str, str] = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "true",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "GX_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "MPLBACKEND": "Agg",
+}
+
+
+def apply_offline_defaults() -> None:
+    """Set the offline/telemetry defaults for variables the user has not set."""
+    for key, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def fairengine_home() -> Path:
+    """``$FAIRENGINE_HOME`` or ``./fairengine-runs`` (absolute)."""
+    return Path(os.environ.get("FAIRENGINE_HOME", "fairengine-runs")).expanduser().resolve()
+
+
+def default_tracking_uri() -> str:
+    """``$MLFLOW_TRACKING_URI`` if set, else a SQLite store under the FairEngine home."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{fairengine_home() / 'mlflow.db'}"
+
+
+def default_artifact_root() -> Path:
+    return fairengine_home() / "mlartifacts"
+
+
+def default_report_dir() -> Path:
+    return fairengine_home() / "reports"
