@@ -1,0 +1,529 @@
+"""Render an :class:`~fairengine.results.AuditResult` as one self-contained HTML report.
+
+The report is a rendering of the result's JSON (:meth:`AuditResult.to_dict`): this module turns
+that dict into plain, pre-formatted view data (strings, lists, dicts) plus inline SVG plots, and
+``templates/report.html.j2`` lays it out. The template does no arithmetic and no formatting; it is
+autoescaped, and the only markup it prints unescaped is the SVG made by
+:mod:`tasks.report_plots` (whose text matplotlib XML-escapes).
+
+The HTML is self-contained: inline CSS (``templates/report.css``), inline SVG, no scripts, no
+external URLs or fonts, and a print stylesheet. Layout: header, verdict banner, verdict table
+(every tested finding), one section per method, data validation, configuration.
+
+Adding a report block for a new method: write ``<method>_view(method_dict) -> dict`` here,
+register it in :data:`DETAIL_VIEWS`, and add a macro of the same name plus ``_block`` to
+``report.html.j2``'s ``detail_blocks``. Methods without a block get their generic section
+(status, parameters, findings, warnings, reason) and their raw ``details`` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+
+from fairengine.results import AuditResult
+from tasks.report_plots import RATE_LABELS, as_float, group_rates_svg
+from templates import TEMPLATE_DIR
+
+TEMPLATE_NAME = "report.html.j2"
+REPORT_FILENAME = "report.html"
+DASH = "—"
+RAW_DETAILS_LIMIT = 20_000
+"""Characters of a method's raw ``details`` JSON shown when it has no dedicated block."""
+
+MULTIPLICITY_LABELS: dict[str, str] = {
+    "holm": "Holm",
+    "bh": "Benjamini–Hochberg",
+    "none": "unadjusted",
+}
+STATUS_LABELS: dict[str, str] = {"ok": "OK", "failed": "Failed", "not_run": "Not run"}
+VERDICT_LABELS: dict[str, tuple[str, str]] = {  # status -> (word, symbol)
+    "pass": ("PASS", "✓"),
+    "fail": ("FAIL", "✗"),
+    "incomplete": ("INCOMPLETE", "!"),
+}
+DECISION_LABELS: dict[str, str] = {
+    "reject": "Rejected",
+    "fail_to_reject": "Not rejected",
+    "not_tested": "Not tested",
+}
+GROUP_RATES: tuple[str, ...] = ("positive_rate", "tpr", "fpr")
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- number formatting
+
+
+def _nonfinite(x: float) -> str | None:
+    """Readable text of a non-finite float, ``None`` for a finite one."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    return None
+
+
+def fmt_number(value: Any) -> str:
+    """An estimate or interval end: 4 decimals (``0.0512``, ``-0.0030``, ``1.2500``).
+
+    Magnitudes below 1e-4 (but not 0) or from 1e5 up use 4 significant digits in scientific
+    notation (``3.210e-05``); ``None`` is ``—``, NaN is ``NaN``, infinities are ``∞``/``-∞``.
+    """
+    if value is None:
+        return DASH
+    x = as_float(value)
+    special = _nonfinite(x)
+    if special is not None:
+        return special
+    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e5):
+        return f"{x:.3e}"
+    return f"{x:.4f}"
+
+
+def fmt_rate(value: Any) -> str:
+    """A rate in [0, 1] with 4 decimals (``0.3100``); NaN/∞/``None`` as in :func:`fmt_number`."""
+    if value is None:
+        return DASH
+    x = as_float(value)
+    special = _nonfinite(x)
+    return special if special is not None else f"{x:.4f}"
+
+
+def fmt_pvalue(value: Any) -> str:
+    """A p-value: ``<0.0001`` when tiny, else 4 decimals; ``—`` for ``None``, ``NaN`` for NaN."""
+    if value is None:
+        return DASH
+    p = as_float(value)
+    special = _nonfinite(p)
+    if special is not None:
+        return special
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def fmt_interval(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_number) -> str:
+    """``[low, high]`` with both ends formatted by ``fmt``."""
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def fmt_level(level: Any) -> str:
+    """A confidence level as a percentage: ``0.95`` -> ``95%``, ``0.975`` -> ``97.5%``."""
+    if level is None:
+        return DASH
+    x = as_float(level)
+    special = _nonfinite(x)
+    return special if special is not None else f"{round(x * 100, 6):g}%"
+
+
+def fmt_count(value: Any) -> str:
+    """An integer count with thousands separators (``12,345``); ``—`` for ``None``."""
+    if value is None:
+        return DASH
+    x = as_float(value)
+    special = _nonfinite(x)
+    if special is not None:
+        return special
+    return f"{round(x):,}" if x == round(x) else f"{x:,.2f}"
+
+
+def fmt_seconds(value: Any) -> str:
+    """A duration: ``0.123 s``, ``12.3 s``; ``—`` for ``None``."""
+    if value is None:
+        return DASH
+    x = as_float(value)
+    special = _nonfinite(x)
+    if special is not None:
+        return special
+    return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
+
+
+def fmt_value(value: Any) -> str:
+    """A parameter or config value: ``—`` for ``None``, ``yes``/``no``, lists comma-joined,
+    floats compact (``0.05``), dicts as compact JSON."""
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) or value in ("NaN", "Infinity", "-Infinity"):
+        x = as_float(value)
+        special = _nonfinite(x)
+        return special if special is not None else f"{x:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(fmt_value(v) for v in value) if value else DASH
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def fmt_datetime(value: Any) -> str:
+    """An ISO timestamp as ``2026-11-22 10:54:03 UTC``; anything unparsable as given."""
+    if not value:
+        return DASH
+    try:
+        dt = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    text = dt.strftime("%Y-%m-%d %H:%M:%S")
+    if dt.utcoffset() is not None:
+        text += " UTC" if dt.utcoffset().total_seconds() == 0 else dt.strftime(" UTC%z")
+    return text
+
+
+def short_json(value: Any, limit: int = 160) -> str:
+    """Compact JSON of ``value`` (strings as themselves), cut to ``limit`` characters."""
+    if value is None:
+        return DASH
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def slug(*parts: Any) -> str:
+    """An HTML id made of ``[a-z0-9-]`` only, from any text (user names included)."""
+    text = "-".join(_SLUG.sub("-", str(p).lower()).strip("-") for p in parts)
+    return text.strip("-") or "x"
+
+
+def multiplicity_label(multiplicity: str) -> str:
+    """``holm`` -> ``Holm``, ``bh`` -> ``Benjamini–Hochberg``, ``none`` -> ``unadjusted``."""
+    return MULTIPLICITY_LABELS.get(multiplicity, multiplicity)
+
+
+# --------------------------------------------------------------------------- view data
+
+
+def finding_view(f: dict[str, Any]) -> dict[str, Any]:
+    """Pre-formatted strings of one finding (dict form)."""
+    interval = f.get("interval")
+    decision = f.get("decision") or "not_tested"
+    return {
+        "key": f.get("key", ""),
+        "label": f.get("label", ""),
+        "estimate": fmt_number(f.get("estimate")),
+        "interval": fmt_interval(interval["low"], interval["high"]) if interval else DASH,
+        "level": fmt_level(interval.get("level")) if interval else "",
+        "interval_method": (interval.get("method") or "") if interval else "",
+        "pvalue": fmt_pvalue(f.get("pvalue")),
+        "adjusted_pvalue": fmt_pvalue(f.get("adjusted_pvalue")),
+        "null_hypothesis": f.get("null_hypothesis") or "",
+        "decision": decision,
+        "decision_label": DECISION_LABELS.get(decision, str(decision)),
+        "reading": f.get("reading") or "",
+        "tested": f.get("pvalue") is not None,
+    }
+
+
+def group_parity_view(method: dict[str, Any]) -> dict[str, Any]:
+    """Per-attribute group tables and rate plots of a ``group_parity`` result (dict form)."""
+    details = method.get("details") or {}
+    params = method.get("parameters") or {}
+    threshold = details.get("threshold", params.get("threshold"))
+    if details.get("prediction") == "expected" or threshold is None:
+        prediction = (
+            "Rates are expected rates (mean predicted probability per group; no threshold)."
+        )
+    else:
+        prediction = f"Rates use hard predictions (score ≥ {fmt_value(threshold)})."
+    level = fmt_level(params.get("confidence_level", 0.95))
+    attributes = []
+    for attr, info in (details.get("attributes") or {}).items():
+        groups = list(info.get("groups") or [])
+        rows = []
+        show_weight = False
+        for g in groups:
+            n = g.get("n")
+            weight = g.get("weight")
+            if weight is not None and n is not None and as_float(weight) != as_float(n):
+                show_weight = True
+            rates = g.get("rates") or {}
+            rows.append(
+                {
+                    "group": str(g.get("group")),
+                    "n": fmt_count(n),
+                    "weight": fmt_count(weight),
+                    "rates": [
+                        {
+                            "estimate": fmt_rate((rates.get(r) or {}).get("estimate")),
+                            "interval": fmt_interval(
+                                (rates.get(r) or {}).get("low"),
+                                (rates.get(r) or {}).get("high"),
+                                fmt_rate,
+                            ),
+                        }
+                        for r in GROUP_RATES
+                    ],
+                }
+            )
+        attributes.append(
+            {
+                "name": str(attr),
+                "anchor": slug("gp", len(attributes), attr),
+                "show_weight": show_weight,
+                "rows": rows,
+                "plots": [
+                    {"label": RATE_LABELS[r], "svg": Markup(group_rates_svg(str(attr), groups, r))}
+                    for r in GROUP_RATES
+                ],
+            }
+        )
+    return {
+        "prediction": prediction,
+        "tolerance": fmt_value(details.get("tolerance", params.get("tolerance"))),
+        "level": level,
+        "rate_labels": [RATE_LABELS[r] for r in GROUP_RATES],
+        "attributes": attributes,
+    }
+
+
+DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "group_parity": group_parity_view,
+}
+"""Method name -> view builder; the template has a macro ``<name>_block`` for each."""
+
+
+def method_view(method: dict[str, Any], index: int) -> dict[str, Any]:
+    """The generic section of one method plus its dedicated block's view data, if any."""
+    status = method.get("status") or "ok"
+    name = str(method.get("method", ""))
+    block: str | None = None
+    view: dict[str, Any] | None = None
+    warnings = [str(w) for w in method.get("warnings") or []]
+    details = method.get("details") or {}
+    if status == "ok" and name in DETAIL_VIEWS and details:
+        try:
+            view = DETAIL_VIEWS[name](method)
+            block = name
+        except Exception as exc:  # a report must not fail on one odd details dict
+            log.warning("could not render the %s details block: %s", name, exc)
+            warnings.append(f"The report could not draw this method's details: {exc}")
+    raw_details = None
+    if block is None and details:
+        raw_details = json.dumps(details, indent=2, ensure_ascii=False, default=str)
+        if len(raw_details) > RAW_DETAILS_LIMIT:
+            raw_details = raw_details[:RAW_DETAILS_LIMIT] + "\n… (cut; see audit.json)"
+    findings = [finding_view(f) for f in method.get("findings") or []]
+    return {
+        "method": name,
+        "title": method.get("title") or name,
+        "anchor": slug("method", index, name),
+        "status": status,
+        "status_label": STATUS_LABELS.get(status, str(status)),
+        "reason": method.get("reason") or "",
+        "warnings": warnings,
+        "seconds": fmt_seconds(method.get("seconds")),
+        "parameters": [
+            {"name": str(k), "value": fmt_value(v)}
+            for k, v in (method.get("parameters") or {}).items()
+        ],
+        "findings": findings,
+        "n_tested": sum(1 for f in findings if f["tested"]),
+        "block": block,
+        "view": view,
+        "raw_details": raw_details,
+    }
+
+
+def validation_view(validation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Pre-formatted data-validation outcome (dict form); ``None`` when validation did not run."""
+    if validation is None:
+        return None
+    rows = []
+    for e in validation.get("expectations") or []:
+        ok = bool(e.get("success"))
+        examples = e.get("unexpected_examples") or []
+        rows.append(
+            {
+                "success": ok,
+                "status_label": "Pass" if ok else "Fail",
+                "expectation": str(e.get("expectation", "")),
+                "column": DASH if e.get("column") is None else str(e.get("column")),
+                "description": str(e.get("description") or ""),
+                "unexpected": fmt_count(e.get("unexpected_count")),
+                "examples": ", ".join(short_json(x, 40) for x in examples[:5])
+                + (" …" if len(examples) > 5 else ""),
+                "observed": short_json(e.get("observed")),
+            }
+        )
+    n_failed = sum(1 for r in rows if not r["success"])
+    success = bool(validation.get("success"))
+    return {
+        "success": success,
+        "status_label": "Passed" if success else "Failed",
+        "engine": str(validation.get("engine") or DASH),
+        "n_rows": fmt_count(validation.get("n_rows")),
+        "n_expectations": len(rows),
+        "n_failed": n_failed,
+        "rows": rows,
+    }
+
+
+def header_view(d: dict[str, Any]) -> dict[str, Any]:
+    """Identity of the audit: model, data, run; each item a ``{label, value, title, code}``."""
+    model = d.get("model") or {}
+    dataset = d.get("dataset") or {}
+    meta = d.get("metadata") or {}
+    roles = dataset.get("roles") or {}
+    fingerprint = str(dataset.get("fingerprint") or "")
+
+    def item(label: str, value: Any, title: str = "", code: bool = False) -> dict[str, Any]:
+        return {"label": label, "value": fmt_value(value), "title": title, "code": code}
+
+    threshold = model.get("threshold", dataset.get("threshold"))
+    score_type = model.get("score_type", dataset.get("score_type"))
+    prediction = (
+        f"{fmt_value(score_type)} scores, threshold {fmt_value(threshold)}"
+        if threshold is not None
+        else f"{fmt_value(score_type)} scores, no threshold (expected rates)"
+    )
+    model_items = [
+        item("Model", model.get("name") or "scores taken from the data"),
+        item("Version", model.get("version")),
+        item("Model URI", model.get("uri"), code=True),
+        item("Predictions", prediction),
+    ]
+    data_items = [
+        item("Dataset", dataset.get("name")),
+        item("Source", dataset.get("source"), code=True),
+        item("Fingerprint", fingerprint[:12] + "…" if fingerprint else None, fingerprint, True),
+        item("Rows", fmt_count(dataset.get("n_rows"))),
+        item("Protected", roles.get("protected")),
+        item("Label / score", f"{fmt_value(roles.get('label'))} / {fmt_value(roles.get('score'))}"),
+    ]
+    run_items = [
+        item("Date", fmt_datetime(d.get("created_at"))),
+        item("Audit ID", d.get("audit_id"), code=True),
+        item("FairEngine", meta.get("fairengine_version")),
+        item("Seed", meta.get("seed")),
+        item(
+            "Significance",
+            f"α = {fmt_value(d.get('alpha'))}, "
+            f"{multiplicity_label(str(d.get('multiplicity')))} adjustment",
+        ),
+    ]
+    versions = meta.get("versions") or {}
+    return {
+        "groups": [
+            {"title": "Model", "items": model_items},
+            {"title": "Data", "items": data_items},
+            {"title": "Run", "items": run_items},
+        ],
+        "versions": [{"name": str(k), "version": fmt_value(v)} for k, v in versions.items()],
+    }
+
+
+def verdict_view(d: dict[str, Any]) -> dict[str, Any]:
+    """The verdict banner: status word and symbol, summary and reasons."""
+    v = d.get("verdict") or {}
+    status = str(v.get("status", "incomplete"))
+    word, symbol = VERDICT_LABELS.get(status, (status.upper(), "?"))
+    return {
+        "status": status if status in VERDICT_LABELS else "incomplete",
+        "word": word,
+        "symbol": symbol,
+        "summary": str(v.get("summary") or ""),
+        "reasons": [str(r) for r in v.get("reasons") or []],
+    }
+
+
+def config_text(config: dict[str, Any]) -> str:
+    """The resolved configuration as YAML (JSON if YAML cannot represent it)."""
+    try:
+        return yaml.safe_dump(
+            config, sort_keys=False, allow_unicode=True, default_flow_style=False, width=96
+        ).rstrip()
+    except yaml.YAMLError:
+        return json.dumps(config, indent=2, ensure_ascii=False, default=str)
+
+
+def report_context(result: AuditResult) -> dict[str, Any]:
+    """Everything the template needs, as plain pre-formatted data (plus ``result``: the dict)."""
+    d = result.to_dict()
+    methods = [method_view(m, i) for i, m in enumerate(d["methods"])]
+    ran = [m for m in methods if m["status"] == "ok"]
+    verdict_rows = [f for m in ran for f in m["findings"] if f["tested"]]
+    verdict_rows.sort(key=lambda f: f["decision"] != "reject")  # stable: rejections first
+    untested = sum(len(m["findings"]) - m["n_tested"] for m in ran)
+    model = d.get("model") or {}
+    dataset = d.get("dataset") or {}
+    subject = model.get("name") or dataset.get("name") or ""
+    if subject and model.get("version"):
+        subject = f"{subject} v{model['version']}"
+    meta = d.get("metadata") or {}
+    return {
+        "result": d,
+        "page_title": " · ".join(
+            p for p in ("FairEngine audit report", str(subject), str(d["audit_id"])) if p
+        ),
+        "subject": str(subject),
+        "header": header_view(d),
+        "verdict": verdict_view(d),
+        "alpha": fmt_value(d.get("alpha")),
+        "adjustment": multiplicity_label(str(d.get("multiplicity"))),
+        "verdict_rows": verdict_rows,
+        "n_untested": untested,
+        "methods": methods,
+        "validation": validation_view(d.get("validation")),
+        "config_text": config_text(d.get("config") or {}),
+        "timings": [
+            {"step": str(k), "seconds": fmt_seconds(v)}
+            for k, v in (meta.get("timings") or {}).items()
+        ],
+        "created": fmt_datetime(d.get("created_at")),
+        "generated_by": f"FairEngine {fmt_value(meta.get('fairengine_version'))}",
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def make_environment() -> Environment:
+    """The report's Jinja2 environment: autoescaped, strict about undefined names."""
+    return Environment(
+        loader=FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render_report(result: AuditResult) -> str:
+    """The audit's self-contained HTML report (one string, UTF-8 safe)."""
+    template = make_environment().get_template(TEMPLATE_NAME)
+    return template.render(**report_context(result))
+
+
+def write_report(result: AuditResult, directory: Path) -> Path:
+    """Render the report into ``directory/report.html`` (folder created) and return its path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / REPORT_FILENAME
+    path.write_text(render_report(result), encoding="utf-8")
+    return path
+
+
+@task(name="render-report", cache_policy=NO_CACHE)
+def render_report_task(result: AuditResult) -> str:
+    """Prefect task around :func:`render_report`; returns the HTML string."""
+    html = render_report(result)
+    try:
+        logger: Any = get_run_logger()
+    except MissingContextError:  # called via .fn() outside a run
+        logger = log
+    logger.info("Rendered the audit report (%.1f KiB)", len(html.encode("utf-8")) / 1024)
+    return html

@@ -1,0 +1,196 @@
+"""Small matplotlib figures for the HTML report, returned as inline SVG strings.
+
+Figures are built with :class:`matplotlib.figure.Figure` directly (no pyplot, so no global
+figure registry and no GUI backend is ever touched; the figure is released when this module is
+done with it) and saved as SVG with ``svg.fonttype="none"``: text stays text, so it is small,
+searchable and takes the report's font. The XML prolog, DOCTYPE and the per-element ids that
+matplotlib numbers the same way in every figure are stripped, so several SVGs can sit inline in
+one HTML document. Every text matplotlib writes is XML-escaped by its SVG backend; group names
+are drawn with ``parse_math=False`` (a ``$`` in a name is not mathtext).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from typing import Any
+
+import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+
+RATE_LABELS: dict[str, str] = {
+    "positive_rate": "Positive-prediction rate",
+    "tpr": "True-positive rate (TPR)",
+    "fpr": "False-positive rate (FPR)",
+}
+"""Human-readable names of the per-group rates of ``group_parity``."""
+
+RATE_COLORS: dict[str, str] = {
+    "positive_rate": "#2f5d8a",
+    "tpr": "#1f7a5a",
+    "fpr": "#a4502a",
+}
+
+MAX_PLOT_GROUPS = 30
+"""At most this many groups are drawn (the largest by ``n``); the table lists them all."""
+
+MAX_LABEL_CHARS = 22
+SVG_SIZE_BUDGET = 40_000
+"""Bytes; a single plot is expected to stay below this (checked by the tests)."""
+
+_PROLOG = re.compile(r"^\s*<\?xml[^>]*\?>\s*", re.S)
+_DOCTYPE = re.compile(r"<!DOCTYPE[^>]*>\s*", re.S)
+_AUTO_IDS = re.compile(r'\s+id="(?:[A-Za-z][A-Za-z0-9.]*_\d+)"')
+_FONT_FAMILY = re.compile(r"\s*font-family:[^;\"]*;?")
+_COMMENTS = re.compile(r"<!--.*?-->", re.S)
+_NO_ROTATION = re.compile(r'\s+transform="rotate\(-?0 [^")]*\)"')
+
+
+def as_float(value: Any) -> float:
+    """A float from a result value: numbers, ``"NaN"``/``"Infinity"`` strings, ``None`` -> NaN."""
+    if value is None:
+        return math.nan
+    if isinstance(value, str):
+        try:
+            return float(value)  # accepts "NaN", "Infinity", "-Infinity"
+        except ValueError:
+            return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def plot_label(text: Any, limit: int = MAX_LABEL_CHARS) -> str:
+    """``text`` as a string shortened to ``limit`` characters (with an ellipsis)."""
+    s = str(text)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def clean_svg(svg: str) -> str:
+    """Strip the XML prolog, DOCTYPE, comments, per-figure numbered ids, font families
+    and identity rotations.
+
+    Hash-based ids that ``clip-path``/``xlink:href`` refer to are kept (they are made unique per
+    figure by ``svg.hashsalt``); the font family is left to the surrounding page's CSS.
+    """
+    svg = _PROLOG.sub("", svg)
+    svg = _DOCTYPE.sub("", svg)
+    svg = _COMMENTS.sub("", svg)
+    svg = _AUTO_IDS.sub("", svg)
+    svg = _FONT_FAMILY.sub("", svg)
+    svg = _NO_ROTATION.sub("", svg)
+    return svg.strip()
+
+
+def _figure_svg(fig: Figure, salt: str) -> str:
+    """Render ``fig`` to a cleaned inline SVG string."""
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(
+            buf,
+            format="svg",
+            metadata={"Creator": None, "Date": None, "Format": None, "Type": None},
+        )
+    return clean_svg(buf.getvalue())
+
+
+def _largest_groups(groups: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` groups with the most rows, in their original order."""
+    if len(groups) <= limit:
+        return list(groups)
+    ranked = sorted(range(len(groups)), key=lambda i: -as_float(groups[i].get("n", 0)))
+    keep = sorted(ranked[:limit])
+    return [groups[i] for i in keep]
+
+
+def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
+    """A dot plot of one rate per group of ``attr``, with its interval as an error bar.
+
+    ``groups`` is ``details["attributes"][attr]["groups"]`` of a ``group_parity`` result (dict
+    form: values may be the strings ``"NaN"``/``"Infinity"``); ``rate`` is ``positive_rate``,
+    ``tpr`` or ``fpr``. Undefined estimates are marked "undefined" instead of drawn; an
+    undefined interval draws the point alone. At most :data:`MAX_PLOT_GROUPS` (the largest)
+    groups are drawn. Returns an ``<svg>`` element without XML prolog or DOCTYPE.
+    """
+    shown = _largest_groups(groups, MAX_PLOT_GROUPS)
+    n = len(shown)
+    color = RATE_COLORS.get(rate, "#444444")
+    title = RATE_LABELS.get(rate, rate)
+
+    est: list[float] = []
+    low: list[float] = []
+    high: list[float] = []
+    for g in shown:
+        r = (g.get("rates") or {}).get(rate) or {}
+        e = as_float(r.get("estimate"))
+        lo = as_float(r.get("low"))
+        hi = as_float(r.get("high"))
+        est.append(e)
+        low.append(lo if math.isfinite(lo) else e)
+        high.append(hi if math.isfinite(hi) else e)
+
+    finite = [v for v in (*est, *low, *high) if math.isfinite(v)]
+    if finite:
+        lo_lim, hi_lim = min(finite), max(finite)
+        span = max(hi_lim - lo_lim, 0.1)
+        pad = 0.08 * span
+        x0 = max(0.0, lo_lim - pad)
+        x1 = min(1.0, hi_lim + pad)
+        if x1 - x0 < 0.1:  # keep a readable minimum width inside [0, 1]
+            mid = (x0 + x1) / 2
+            x0, x1 = max(0.0, mid - 0.05), min(1.0, mid + 0.05)
+    else:
+        x0, x1 = 0.0, 1.0
+
+    height = 0.75 + 0.26 * max(n, 1)
+    fig = Figure(figsize=(3.6, height), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    ys = list(range(n))[::-1]  # first group on top
+    for y, e, lo, hi in zip(ys, est, low, high, strict=True):
+        if math.isfinite(e):
+            ax.errorbar(
+                [e],
+                [y],
+                xerr=[[max(e - lo, 0.0)], [max(hi - e, 0.0)]],
+                fmt="o",
+                color=color,
+                ecolor=color,
+                elinewidth=1.6,
+                capsize=3,
+                markersize=5,
+            )
+        else:
+            ax.text(
+                x0 + 0.02 * (x1 - x0),
+                y,
+                "undefined",
+                va="center",
+                ha="left",
+                fontsize=8,
+                fontstyle="italic",
+                color="#6b7280",
+                parse_math=False,
+            )
+    ax.set_yticks(ys, [plot_label(g.get("group", "")) for g in shown], fontsize=8, parse_math=False)
+    ax.set_ylim(-0.7, n - 0.3 if n else 0.7)
+    ax.set_xlim(x0, x1)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    ax.tick_params(axis="x", labelsize=7.5, colors="#374151")
+    ax.tick_params(axis="y", length=0, colors="#111827")
+    ax.grid(axis="x", color="#e5e7eb", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.spines["bottom"].set_color("#9ca3af")
+    suffix = f" (largest {n} of {len(groups)} groups)" if n < len(groups) else ""
+    ax.set_title(
+        f"{title} by {plot_label(attr, 30)}{suffix}", fontsize=9, loc="left", parse_math=False
+    )
+    fig.tight_layout(pad=0.4)
+    return _figure_svg(fig, salt=f"fairengine-{attr}-{rate}")

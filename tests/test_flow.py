@@ -1,0 +1,221 @@
+"""The audit flow end to end: real Prefect (test harness server), real MLflow SQLite store.
+
+Everything is read back the way a reviewer would: the files on disk, and the MLflow run through
+``MlflowClient`` (params, metrics, artifacts, model-version tags).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairengine.errors import DataContractError, DataValidationError, ModelLoadError
+
+pytestmark = pytest.mark.flow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def prefect_server():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+@pytest.fixture(scope="module")
+def client(session_tmp: Path):
+    from mlflow import MlflowClient
+
+    from tasks.settings import default_tracking_uri
+
+    uri = default_tracking_uri()
+    assert uri.startswith("sqlite:///") and str(session_tmp) in uri  # conftest isolation
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def scored_frame(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(["female", "male"], n)
+    race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    y = rng.binomial(1, 0.4, n)
+    score = np.clip(rng.normal(0.35 + 0.25 * y + 0.15 * (sex == "male"), 0.2), 0, 1)
+    return pd.DataFrame(
+        {"sex": sex, "race": race, "y": y, "score": score, "x1": rng.normal(size=n)}
+    )
+
+
+def config_for(data_path: Path, out: Path, experiment: str, **extra) -> dict:
+    cfg = {
+        "data": {"path": str(data_path)},
+        "columns": {"label": "y", "protected": ["sex", "race"], "score": "score"},
+        "threshold": 0.5,
+        "output": {"dir": str(out)},
+        "mlflow": {"experiment": experiment},
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def run_ids(client, experiment: str) -> list[str]:
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    return [r.info.run_id for r in client.search_runs([exp.experiment_id])]
+
+
+def test_audit_of_scores_in_a_csv(tmp_path: Path, client) -> None:
+    from flows.audit import audit_flow
+
+    df = scored_frame()
+    data = tmp_path / "scored.csv"
+    df.to_csv(data, index=False)
+    run = audit_flow(config_for(data, tmp_path / "out", "t-scores"))
+    res = run.result
+
+    # the computed numbers are right
+    dp = next(f for f in res.findings() if f.key == "dp_gap.sex.female_male")
+    yhat = df["score"] > 0.5
+    assert dp.estimate == pytest.approx(
+        yhat[df.sex == "female"].mean() - yhat[df.sex == "male"].mean()
+    )
+    assert res.verdict.status == "fail"  # a 0.15 score shift by sex is a real disparity
+    assert res.validation is not None and res.validation.success
+    assert res.dataset["n_rows"] == len(df) and len(res.dataset["fingerprint"]) == 64
+    assert {"load_data", "validate_data", "group_parity"} <= set(res.metadata["timings"])
+
+    # local outputs: JSON is the source of truth, the report renders it
+    saved = json.loads(Path(run.paths["json"]).read_text())
+    assert saved == res.to_dict()
+    html = Path(run.report_path).read_text()
+    assert f"{dp.estimate:+.3f}" in html or f"{dp.estimate:.4f}" in html
+    assert "dp_gap" in html or dp.label in html
+
+    # MLflow: one finished run with params, flat metrics and both artifacts
+    (run_id,) = run_ids(client, "t-scores")
+    assert run_id == run.mlflow["run_id"]
+    mrun = client.get_run(run_id)
+    assert mrun.info.status == "FINISHED"
+    assert mrun.data.params["methods.group_parity.tolerance"] == "0.05"
+    assert mrun.data.params["threshold"] == "0.5"
+    assert mrun.data.metrics["dp_gap.sex.female_male"] == pytest.approx(dp.estimate)
+    assert mrun.data.metrics["dp_gap.sex.female_male.pvalue_adj"] == pytest.approx(
+        dp.adjusted_pvalue
+    )
+    assert mrun.data.tags["fairengine.verdict"] == "fail"
+    names = {a.path for a in client.list_artifacts(run_id, "audit")}
+    assert names == {"audit/audit.json", "audit/report.html"}
+    local = client.download_artifacts(run_id, "audit/audit.json", str(tmp_path / "dl"))
+    assert json.loads(Path(local).read_text()) == res.to_dict()
+
+
+def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client) -> None:
+    import mlflow
+    from sklearn.linear_model import LogisticRegression
+
+    from flows.audit import audit_flow
+    from tasks.settings import default_tracking_uri
+
+    df = scored_frame(seed=1).drop(columns="score")
+    df["x2"] = df["x1"] + np.where(df["sex"] == "male", 1.0, 0.0)
+    model = LogisticRegression().fit(df[["x1", "x2"]], df["y"])
+    mlflow.set_tracking_uri(default_tracking_uri())
+    mlflow.set_registry_uri(default_tracking_uri())
+    with mlflow.start_run():
+        info = mlflow.sklearn.log_model(
+            model,
+            name="model",
+            registered_model_name="credit-scorer",
+            pyfunc_predict_fn="predict_proba",
+            pip_requirements=["scikit-learn"],
+        )
+    version = str(info.registered_model_version)
+    client.set_registered_model_alias("credit-scorer", "champion", version)
+    data = tmp_path / "audit.parquet"
+    df.to_parquet(data, index=False)
+
+    for uri in (f"models:/credit-scorer/{version}", "models:/credit-scorer@champion"):
+        cfg = config_for(data, tmp_path / "out", "t-model", model={"uri": uri})
+        cfg["columns"] = {"label": "y", "protected": ["sex", "race"], "features": ["x1", "x2"]}
+        run = audit_flow(cfg)
+        assert run.result.model["name"] == "credit-scorer"
+        assert run.result.model["version"] == version
+        # the scores used are the model's probabilities
+        p = model.predict_proba(df[["x1", "x2"]])[:, 1] > 0.5
+        dp = next(f for f in run.result.findings() if f.key == "dp_gap.sex.female_male")
+        assert dp.estimate == pytest.approx(
+            p[df.sex == "female"].mean() - p[df.sex == "male"].mean()
+        )
+    mv = client.get_model_version("credit-scorer", version)
+    assert mv.tags["fairengine.verdict"] == run.result.verdict.status
+    assert mv.tags["fairengine.audit_run_id"] == run.mlflow["run_id"]
+    assert client.get_run(run.mlflow["run_id"]).data.tags["fairengine.model_version"] == version
+
+
+def _assert_nothing_written(out: Path, client, experiment: str) -> None:
+    assert not out.exists() or not any(out.rglob("*")), list(out.rglob("*"))
+    assert run_ids(client, experiment) == []
+
+
+def test_bad_data_stops_before_anything_is_written(tmp_path: Path, client) -> None:
+    from flows.audit import audit_flow
+
+    df = scored_frame()
+    df.loc[3, "race"] = None
+    df.loc[5, "score"] = 1.7
+    data = tmp_path / "bad.csv"
+    df.to_csv(data, index=False)
+    with pytest.raises(DataValidationError) as err:
+        audit_flow(config_for(data, tmp_path / "out", "t-bad"))
+    msg = str(err.value)
+    assert msg.startswith("Data validation failed:")
+    assert "race" in msg and "score" in msg  # both problems reported at once
+    assert len(err.value.failures) >= 2
+    _assert_nothing_written(tmp_path / "out", client, "t-bad")
+
+
+def test_unreadable_model_uri(tmp_path: Path, client) -> None:
+    from flows.audit import audit_flow
+
+    df = scored_frame().drop(columns="score")
+    data = tmp_path / "d.csv"
+    df.to_csv(data, index=False)
+    cfg = config_for(data, tmp_path / "out", "t-nomodel", model={"uri": "models:/no-such-model/3"})
+    cfg["columns"].pop("score")
+    with pytest.raises(ModelLoadError, match="models:/no-such-model/3"):
+        audit_flow(cfg)
+    _assert_nothing_written(tmp_path / "out", client, "t-nomodel")
+
+
+def test_empty_file(tmp_path: Path, client) -> None:
+    from flows.audit import audit_flow
+
+    data = tmp_path / "empty.csv"
+    data.write_text("")
+    with pytest.raises(DataContractError, match="empty"):
+        audit_flow(config_for(data, tmp_path / "out", "t-empty"))
+    _assert_nothing_written(tmp_path / "out", client, "t-empty")
+
+
+def test_failed_optional_method_is_reported_and_audit_completes(
+    tmp_path: Path, client, monkeypatch
+) -> None:
+    import tasks.group_metrics
+    from flows.audit import audit_flow
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(tasks.group_metrics, "group_parity", boom)
+    data = tmp_path / "d.csv"
+    scored_frame().to_csv(data, index=False)
+    run = audit_flow(config_for(data, tmp_path / "out", "t-failed"))
+    m = run.result.method("group_parity")
+    assert m.status == "failed" and "simulated failure" in m.reason
+    assert run.result.verdict.status == "incomplete"
+    assert Path(run.report_path).exists()
+    assert "simulated failure" in Path(run.report_path).read_text()
+    assert len(run_ids(client, "t-failed")) == 1

@@ -1,0 +1,605 @@
+"""The HTML report: content, number formatting, escaping, self-containment, structure, plots.
+
+Fast and server-free: :func:`tasks.report.render_report` and ``render_report_task.fn`` are
+called directly on an :class:`AuditResult` built by hand.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from fairengine.results import (
+    AuditResult,
+    ExpectationOutcome,
+    Finding,
+    Interval,
+    MethodResult,
+    ValidationResult,
+    Verdict,
+)
+from tasks.report import (
+    fmt_count,
+    fmt_interval,
+    fmt_level,
+    fmt_number,
+    fmt_pvalue,
+    fmt_rate,
+    render_report,
+    render_report_task,
+    report_context,
+    write_report,
+)
+from tasks.report_plots import SVG_SIZE_BUDGET, group_rates_svg
+
+EVIL = "<script>alert(1)</script>\"'"
+EVIL_ATTR = f"race{EVIL}"
+FINGERPRINT = "ab12cd34ef56" + "0" * 52
+
+
+def rates(pr: tuple[float, float, float], tpr: tuple, fpr: tuple) -> dict:
+    """The ``rates`` dict of one group from (estimate, low, high) triples."""
+    return {
+        name: dict(zip(("estimate", "low", "high"), t, strict=True))
+        for name, t in (("positive_rate", pr), ("tpr", tpr), ("fpr", fpr))
+    }
+
+
+def gap(
+    key: str,
+    label: str,
+    est: float,
+    low: float,
+    high: float,
+    p: float | None,
+    adj: float | None,
+    decision: str,
+) -> Finding:
+    return Finding(
+        key=key,
+        label=label,
+        estimate=est,
+        interval=Interval(low, high, 0.95, "newcombe"),
+        pvalue=p,
+        adjusted_pvalue=adj,
+        null_hypothesis="|gap| ≤ 0.05",
+        decision=decision,  # type: ignore[arg-type]
+        reading=f"Reading of {label}.",
+    )
+
+
+@pytest.fixture()
+def audit() -> AuditResult:
+    """A hand-built audit: group_parity over 2 attributes, a failed and a not-run method,
+    validation with one failure, and user strings that try to inject markup."""
+    sex_groups = [
+        {
+            "group": "female",
+            "n": 5000,
+            "weight": 5000.0,
+            "rates": rates((0.3127, 0.2999, 0.3258), (0.6123, 0.59, 0.634), (0.1034, 0.09, 0.117)),
+        },
+        {
+            "group": "male",
+            "n": 4800,
+            "weight": 4800.0,
+            "rates": rates((0.4289, 0.415, 0.4429), (0.7011, 0.68, 0.72), (0.1512, 0.14, 0.163)),
+        },
+    ]
+    race_groups = [
+        {
+            "group": "white",
+            "n": 7000,
+            "weight": 7000.0,
+            "rates": rates((0.39, 0.378, 0.402), (0.66, 0.64, 0.68), (0.13, 0.12, 0.14)),
+        },
+        {
+            "group": EVIL,
+            "n": 2800,
+            "weight": 2800.0,
+            "rates": rates((0.335, 0.318, 0.353), (0.62, 0.59, 0.65), ("NaN", "NaN", "NaN")),
+        },
+    ]
+    group_parity = MethodResult(
+        method="group_parity",
+        title="Demographic parity and equalized odds",
+        parameters={
+            "tolerance": 0.05,
+            "confidence_level": 0.95,
+            "attributes": ["sex", EVIL_ATTR],
+            "threshold": 0.5,
+            "prediction": "hard",
+        },
+        findings=[
+            gap(
+                "dp_gap.sex.female_male",
+                "Demographic parity gap, sex: female − male",
+                -0.11623,
+                -0.13541,
+                -0.09712,
+                1.234e-7,
+                6.17e-7,
+                "reject",
+            ),
+            gap(
+                "tpr_gap.sex.female_male",
+                "True-positive-rate gap, sex: female − male",
+                -0.0888,
+                -0.1181,
+                -0.0594,
+                0.02346,
+                0.0703,
+                "fail_to_reject",
+            ),
+            gap(
+                "fpr_gap.sex.female_male",
+                "False-positive-rate gap, sex: female − male",
+                -0.0478,
+                -0.0651,
+                -0.0304,
+                0.61,
+                1.0,
+                "fail_to_reject",
+            ),
+            gap(
+                "dp_gap.race.white_evil",
+                f"Demographic parity gap, {EVIL_ATTR}: white − {EVIL}",
+                0.055,
+                0.0339,
+                0.0761,
+                0.3212,
+                0.9636,
+                "fail_to_reject",
+            ),
+            Finding(
+                key="fpr_gap.race.white_evil",
+                label=f"False-positive-rate gap, {EVIL_ATTR}: white − {EVIL}",
+                estimate=math.nan,
+                interval=Interval(math.nan, math.nan, 0.95, "newcombe"),
+                null_hypothesis="|gap| ≤ 0.05",
+            ),
+        ],
+        details={
+            "prediction": "hard",
+            "threshold": 0.5,
+            "tolerance": 0.05,
+            "attributes": {"sex": {"groups": sex_groups}, EVIL_ATTR: {"groups": race_groups}},
+        },
+        warnings=[f"fpr_gap for {EVIL_ATTR} is undefined: no negatives in group {EVIL}"],
+        seconds=0.0421,
+    )
+    failed = MethodResult(
+        method="permutation_test",
+        title="Studentized permutation tests",
+        status="failed",
+        parameters={"n_permutations": 9999},
+        reason="ValueError: the AUC needs both labels in every group",
+    )
+    not_run = MethodResult(
+        method="fliptest",
+        title="FlipTest",
+        status="not_run",
+        reason="disabled in the config (methods.fliptest.enabled)",
+    )
+    validation = ValidationResult(
+        success=False,
+        engine="great_expectations 1.24.1",
+        n_rows=9800,
+        expectations=[
+            ExpectationOutcome("expect_column_to_exist", "label", True, "Column 'label' exists"),
+            ExpectationOutcome(
+                "expect_column_values_to_not_be_null",
+                EVIL_ATTR,
+                True,
+                f"No nulls in protected attribute {EVIL_ATTR}",
+                0,
+            ),
+            ExpectationOutcome(
+                "expect_column_values_to_be_between",
+                "score",
+                True,
+                "Scores lie in [0, 1]",
+                0,
+                observed={"min": 0.001, "max": 0.998},
+            ),
+            ExpectationOutcome(
+                "expect_group_size_at_least",
+                "sex",
+                False,
+                "Every group of sex has at least 30 rows",
+                3,
+                ["nonbinary", EVIL],
+            ),
+        ],
+    )
+    return AuditResult(
+        audit_id="a1b2c3d4e5f6",
+        created_at="2026-11-22T10:54:03+00:00",
+        config={
+            "data": {"path": "scored.csv"},
+            "columns": {"label": "label", "protected": ["sex", EVIL_ATTR], "score": "score"},
+            "threshold": 0.5,
+            "alpha": 0.05,
+            "multiplicity": "holm",
+            "methods": {"group_parity": {"enabled": True, "tolerance": 0.05}},
+        },
+        dataset={
+            "name": "credit",
+            "source": "/data/scored.csv",
+            "n_rows": 9800,
+            "fingerprint": FINGERPRINT,
+            "roles": {"label": "label", "protected": ["sex", EVIL_ATTR], "score": "score"},
+            "groups": {
+                "sex": {"female": 5000, "male": 4800},
+                EVIL_ATTR: {"white": 7000, EVIL: 2800},
+            },
+        },
+        model={
+            "uri": "models:/credit-scorer/3",
+            "name": "credit-scorer",
+            "version": "3",
+            "score_type": "probability",
+            "threshold": 0.5,
+        },
+        validation=validation,
+        methods=[group_parity, failed, not_run],
+        alpha=0.05,
+        multiplicity="holm",
+        verdict=Verdict(
+            "fail",
+            "1 of 4 tests show a disparity beyond tolerance at α=0.05.",
+            [
+                "Demographic parity gap, sex: female − male: -0.1162 (adjusted p=<0.0001)",
+                "Studentized permutation tests failed: ValueError: the AUC needs both labels",
+            ],
+        ),
+        metadata={
+            "versions": {"python": "3.11.7", "numpy": "2.1.0", "jinja2": "3.1.6"},
+            "fairengine_version": "0.1.0",
+            "seed": 20261122,
+            "timings": {"load_data": 0.1234, "group_parity": 0.0421},
+        },
+    )
+
+
+@pytest.fixture()
+def html(audit: AuditResult) -> str:
+    return render_report(audit)
+
+
+class StructureChecker(HTMLParser):
+    """Checks that every end tag closes the innermost open element; counts tags and ids."""
+
+    VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.problems: list[str] = []
+        self.seen: dict[str, int] = {}
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen[tag] = self.seen.get(tag, 0) + 1
+        self.ids += [v for k, v in attrs if k == "id" and v]
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen[tag] = self.seen.get(tag, 0) + 1
+        self.ids += [v for k, v in attrs if k == "id" and v]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.problems.append(f"</{tag}> closes {self.stack[-1] if self.stack else 'nothing'}")
+            if tag in self.stack:
+                while self.stack and self.stack.pop() != tag:
+                    pass
+        else:
+            self.stack.pop()
+
+
+# ----------------------------------------------------------------------------- content
+
+
+def test_report_shows_header_verdict_and_every_finding(audit: AuditResult, html: str) -> None:
+    assert "FairEngine audit report" in html
+    for text in (
+        "credit-scorer",
+        "models:/credit-scorer/3",
+        "/data/scored.csv",
+        FINGERPRINT[:12],
+        "9,800",
+        "a1b2c3d4e5f6",
+        "2026-11-22 10:54:03 UTC",
+        "0.1.0",
+        "20261122",
+        "numpy 2.1.0",
+        "jinja2 3.1.6",
+    ):
+        assert text in html, text
+    assert FINGERPRINT in html  # the full hash sits in the fingerprint's tooltip
+    # verdict banner: the word (prints in B/W), summary and reasons
+    assert "FAIL" in html and "banner-fail" in html
+    assert "1 of 4 tests show a disparity beyond tolerance" in html
+    for reason in audit.verdict.reasons:
+        assert escape(reason) in html
+    for f in audit.findings():
+        assert escape(f.label) in html, f.label
+        assert escape(f.key) in html
+
+
+def test_report_formats_the_computed_numbers(html: str) -> None:
+    # finding estimates, intervals with level and method, p-values (tiny -> <0.0001)
+    assert "-0.1162" in html
+    assert "[-0.1354, -0.0971]" in html
+    assert "95% · newcombe" in html
+    assert "&lt;0.0001" in html  # raw p 1.234e-7 and adjusted 6.17e-7
+    assert "0.0235" in html and "0.0703" in html and "1.0000" in html
+    assert "Adjusted p (Holm)" in html
+    # per-group rates with intervals, and group sizes
+    assert "0.3127" in html and "[0.2999, 0.3258]" in html
+    assert "0.4289" in html and "[0.4150, 0.4429]" in html
+    assert "5,000" in html and "4,800" in html
+    # decisions
+    assert "Rejected" in html and "Not rejected" in html and "Not tested" in html
+    assert "Rates use hard predictions (score ≥ 0.5)." in html
+
+
+def test_verdict_table_lists_tested_findings_rejections_first(audit: AuditResult) -> None:
+    ctx = report_context(audit)
+    rows = ctx["verdict_rows"]
+    assert [r["key"] for r in rows] == [
+        "dp_gap.sex.female_male",
+        "tpr_gap.sex.female_male",
+        "fpr_gap.sex.female_male",
+        "dp_gap.race.white_evil",
+    ]  # the untested NaN finding is left to the method section
+    assert ctx["n_untested"] == 1
+    assert rows[0]["reading"] == "Reading of Demographic parity gap, sex: female − male."
+
+
+def test_report_sections_appear_in_order(html: str) -> None:
+    marks = [
+        "<h1>FairEngine audit report</h1>",
+        'id="verdict"',
+        'id="findings"',
+        "<h3>Demographic parity and equalized odds</h3>",
+        "<h3>Studentized permutation tests</h3>",
+        "<h3>FlipTest</h3>",
+        'id="validation"',
+        'id="configuration"',
+    ]
+    positions = [html.index(m) for m in marks]
+    assert positions == sorted(positions)
+
+
+def test_failed_and_not_run_methods_show_their_reasons(html: str) -> None:
+    assert "ValueError: the AUC needs both labels in every group" in html
+    assert "disabled in the config (methods.fliptest.enabled)" in html
+    assert "badge-failed" in html and "Not run" in html
+    assert "n_permutations" in html and "9999" in html
+
+
+def test_group_parity_block_has_tables_plots_and_warnings(html: str) -> None:
+    assert html.count("<svg") == 6  # 2 attributes x 3 rates
+    assert "Groups of sex" in html
+    assert f"Groups of {escape(EVIL_ATTR)}" in html
+    assert "Warning: fpr_gap for" in html
+    assert "Positive-prediction rate" in html and "True-positive rate (TPR)" in html
+
+
+def test_validation_and_configuration_are_rendered(html: str) -> None:
+    assert "great_expectations 1.24.1" in html
+    for text in (
+        "Column &#39;label&#39; exists",
+        "Scores lie in [0, 1]",
+        "Every group of sex has at least 30 rows",
+        "expect_group_size_at_least",
+        "4 expectation(s), 1 failed",
+    ):
+        assert text in html, text
+    assert html.count('class="badge badge-fail">Fail<') == 1
+    assert html.count('class="badge badge-pass">Pass<') == 3
+    # the config, YAML-like, inside <pre>
+    config = re.search(r'<pre class="config">(.*?)</pre>', html, re.S)
+    assert config is not None
+    assert "path: scored.csv" in config.group(1)
+    assert "multiplicity: holm" in config.group(1)
+    assert "tolerance: 0.05" in config.group(1)
+
+
+# ----------------------------------------------------------------------------- safety
+
+
+def test_user_text_is_escaped_and_there_is_no_script(html: str) -> None:
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # quotes in user text are escaped too (Jinja2 escapes " and ' in text and attributes)
+    assert "&lt;/script&gt;&#34;&#39;" in html
+    assert "alert(1)</script>" not in html
+
+
+def test_no_external_urls_only_svg_namespaces(html: str) -> None:
+    urls = re.findall(r"https?://[^\s\"'<>)]*", html)
+    namespaces = re.findall(r'xmlns(?::\w+)?="(https?://[^"]*)"', html)
+    outside = [u for u in urls if u not in namespaces and not u.startswith("http://www.w3.org/")]
+    assert outside == []
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", html, re.I)
+    assert "@import" not in html and "url(http" not in html
+    assert "<style>" in html and "@media print" in html
+
+
+def test_html_parses_with_balanced_tags(html: str) -> None:
+    checker = StructureChecker()
+    checker.feed(html)
+    checker.close()
+    assert checker.problems == []
+    assert checker.stack == []
+    for tag in ("html", "head", "body", "header", "main", "footer", "table", "svg"):
+        assert checker.seen.get(tag), tag
+    assert checker.seen["html"] == checker.seen["body"] == checker.seen["main"] == 1
+    assert len(checker.ids) == len(set(checker.ids)), "duplicate element ids"
+    assert html.lstrip().startswith("<!DOCTYPE html>")
+
+
+def test_report_is_small(html: str) -> None:
+    assert len(html.encode("utf-8")) < 2_000_000
+
+
+# ----------------------------------------------------------------------------- robustness
+
+
+def test_nan_and_infinity_render_as_text() -> None:
+    odd = MethodResult(
+        method="intersectional",
+        title="Intersectional differential fairness",
+        parameters={"epsilon_cap": math.inf, "smoothing": math.nan, "levels": [0.9, None]},
+        findings=[
+            Finding("eps", "ε-differential fairness", math.inf, Interval(1.5, math.inf, 0.9)),
+            Finding("gap", "A gap", math.nan, Interval(math.nan, math.nan), pvalue=math.nan),
+            Finding("tiny", "A tiny gap", 3.21e-5, None, pvalue=0.5, adjusted_pvalue=0.5),
+        ],
+        details={"curve": [math.nan, math.inf, -math.inf, 0.5]},
+    )
+    gp = MethodResult(
+        method="group_parity",
+        title="Demographic parity and equalized odds",
+        details={
+            "prediction": "expected",
+            "threshold": None,
+            "tolerance": 0.05,
+            "attributes": {
+                "g": {
+                    "groups": [
+                        {
+                            "group": "a",
+                            "n": 0,
+                            "weight": 0.0,
+                            "rates": rates(("NaN",) * 3, ("NaN",) * 3, ("NaN",) * 3),
+                        },
+                        {
+                            "group": "b",
+                            "n": 10,
+                            "weight": 10.0,
+                            "rates": rates((0.5, "NaN", "NaN"), (1.0, 0.7, 1.0), (0.0, 0.0, 0.3)),
+                        },
+                    ]
+                }
+            },
+        },
+    )
+    result = AuditResult(
+        audit_id="nan",
+        created_at="not a date",
+        config={"x": math.inf},
+        dataset={},
+        model={},
+        validation=None,
+        methods=[odd, gp],
+        alpha=0.05,
+        multiplicity="bh",
+        verdict=Verdict("pass", "Nothing rejected."),
+        metadata={},
+    )
+    html = render_report(AuditResult.from_json(result.to_json()))  # through the JSON form
+    assert "[1.5000, ∞]" in html
+    assert "[NaN, NaN]" in html
+    assert "3.210e-05" in html
+    assert "Adjusted p (Benjamini–Hochberg)" in html
+    assert "Rates are expected rates" in html
+    assert "Details (raw JSON)" in html and "Infinity" in html  # a method without a block
+    assert "Data validation did not run" in html
+    assert "not a date" in html
+    checker = StructureChecker()
+    checker.feed(html)
+    assert checker.problems == [] and checker.stack == []
+
+
+@pytest.mark.parametrize(
+    ("fn", "value", "text"),
+    [
+        (fmt_number, -0.116234, "-0.1162"),
+        (fmt_number, 0.0, "0.0000"),
+        (fmt_number, 3.21e-5, "3.210e-05"),
+        (fmt_number, "NaN", "NaN"),
+        (fmt_number, "Infinity", "∞"),
+        (fmt_number, -math.inf, "-∞"),
+        (fmt_number, None, "—"),
+        (fmt_rate, 0.31, "0.3100"),
+        (fmt_rate, "NaN", "NaN"),
+        (fmt_pvalue, 1e-9, "<0.0001"),
+        (fmt_pvalue, 0.0001, "0.0001"),
+        (fmt_pvalue, 0.04999, "0.0500"),
+        (fmt_pvalue, None, "—"),
+        (fmt_pvalue, math.nan, "NaN"),
+        (fmt_level, 0.95, "95%"),
+        (fmt_level, 0.975, "97.5%"),
+        (fmt_count, 12345, "12,345"),
+    ],
+)
+def test_number_formatting(fn: object, value: object, text: str) -> None:
+    assert fn(value) == text  # type: ignore[operator]
+
+
+def test_interval_formatting() -> None:
+    assert fmt_interval(0.1, 0.2) == "[0.1000, 0.2000]"
+    assert fmt_interval("NaN", "Infinity") == "[NaN, ∞]"
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def test_group_plot_is_small_clean_and_nan_safe() -> None:
+    groups = [
+        {
+            "group": f"group {i} {EVIL}",
+            "n": 100 + i,
+            "rates": rates(
+                (i / 50, max(i / 50 - 0.03, 0), min(i / 50 + 0.03, 1)),
+                ("NaN", "NaN", "NaN") if i % 7 == 0 else (0.5, 0.4, 0.6),
+                (0.1, "NaN", "NaN"),
+            ),
+        }
+        for i in range(45)
+    ]
+    for rate in ("positive_rate", "tpr", "fpr"):
+        svg = group_rates_svg(f"attr {EVIL}", groups, rate)
+        assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+        assert "<?xml" not in svg and "DOCTYPE" not in svg
+        assert "<script" not in svg
+        assert len(svg.encode()) < SVG_SIZE_BUDGET, len(svg)
+    assert "largest 30 of 45 groups" in svg
+    assert "undefined" in group_rates_svg("a", [{"group": "x", "n": 0, "rates": {}}], "tpr")
+
+
+def test_plots_do_not_leak_figures() -> None:
+    import matplotlib.pyplot as plt
+
+    before = len(plt.get_fignums())
+    group_rates_svg("a", [{"group": "x", "n": 1, "rates": rates(*[(0.2, 0.1, 0.3)] * 3)}], "fpr")
+    assert len(plt.get_fignums()) == before
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def test_task_fn_and_write_report(audit: AuditResult, tmp_path: Path) -> None:
+    html = render_report_task.fn(audit)
+    assert html == render_report(audit)
+    path = write_report(audit, tmp_path / "out")
+    assert path == tmp_path / "out" / "report.html"
+    assert path.read_text(encoding="utf-8") == html
+
+
+def escape(text: str) -> str:
+    """What Jinja2's autoescape makes of ``text``."""
+    from markupsafe import escape as _escape
+
+    return str(_escape(text))
