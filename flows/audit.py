@@ -19,8 +19,6 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from tasks.report import render_report_task
-from tasks.validate import validate_data
 
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
@@ -31,7 +29,9 @@ from tasks.group_metrics import group_parity_task
 from tasks.mlflow_log import log_to_mlflow
 from tasks.model import SCORE_COLUMN, load_model, score_data
 from tasks.outputs import write_outputs
+from tasks.report import render_report_task
 from tasks.settings import default_report_dir, default_tracking_uri
+from tasks.validate import validate_data
 
 VERSIONED_PACKAGES = (
     "fairengine",

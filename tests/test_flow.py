@@ -124,7 +124,9 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
     model = LogisticRegression().fit(df[["x1", "x2"]], df["y"])
     mlflow.set_tracking_uri(default_tracking_uri())
     mlflow.set_registry_uri(default_tracking_uri())
-    with mlflow.start_run():
+    # artifacts under the test's tmp dir, never the default cwd-relative ./mlruns
+    exp_id = client.create_experiment("train", artifact_location=(tmp_path / "art").as_uri())
+    with mlflow.start_run(experiment_id=exp_id):
         info = mlflow.sklearn.log_model(
             model,
             name="model",
