@@ -108,6 +108,19 @@ class MlflowConfig:
 
 
 @dataclass
+class CacheConfig:
+    """Caching of the method steps across runs (Prefect task caching, persisted results).
+
+    A step is reused when the data content, the model version, its parameters and the code are
+    unchanged (see ``tasks/caching.py``). ``dir=None`` means ``$FAIRENGINE_HOME/cache``.
+    """
+
+    enabled: bool = True
+    dir: str | None = None
+    expiration_days: float = 30.0
+
+
+@dataclass
 class AuditConfig:
     """The whole audit configuration."""
 
@@ -124,6 +137,7 @@ class AuditConfig:
     seed: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -151,6 +165,10 @@ class AuditConfig:
             raise ConfigError(
                 "methods.group_parity.confidence_level must lie in (0, 1), "
                 f"got {gp.confidence_level}"
+            )
+        if self.cache.expiration_days <= 0:
+            raise ConfigError(
+                f"cache.expiration_days must be > 0, got {self.cache.expiration_days}"
             )
         if self.data.path and self.data.embedded:
             raise ConfigError("data: give either 'path' or 'embedded', not both")

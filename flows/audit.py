@@ -23,11 +23,11 @@ from prefect.cache_policies import NO_CACHE
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError
-from fairengine.results import AuditResult, MethodResult
+from fairengine.results import AuditResult
+from flows.method_steps import run_methods
 from tasks.data import build_dataset, load_data
-from tasks.group_metrics import group_parity_task
-from tasks.mlflow_log import log_to_mlflow
-from tasks.model import SCORE_COLUMN, load_model, score_data
+from tasks.mlflow_log import log_to_mlflow, previous_audits_task
+from tasks.model import SCORE_COLUMN, load_model, model_handles, score_data
 from tasks.outputs import write_outputs
 from tasks.report import render_report_task
 from tasks.settings import default_report_dir, default_tracking_uri
@@ -101,15 +101,17 @@ def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
 
     frame, roles, source = timed("load_data", load_data, cfg)
     model_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
+    model: Any = None
     if cfg.model.uri:
         if cfg.columns.score:
             raise ConfigError(
                 "give either columns.score (scores already in the data) or model.uri (score "
                 "with the model), not both"
             )
-        model, model_info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
+        pyfunc, model_info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
         features = roles.feature_columns([c for c in frame.columns if c != SCORE_COLUMN])
-        frame = timed("score_data", score_data, model, frame, features)
+        frame = timed("score_data", score_data, pyfunc, frame, features)
+        model = model_handles(pyfunc, cfg.score_type)
         roles = dataclasses.replace(roles, score=SCORE_COLUMN, features=tuple(features))
     elif roles.score is None:
         raise ConfigError("no scores to audit: set columns.score or model.uri")
@@ -126,30 +128,7 @@ def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
     )
     dataset = timed("build_dataset", build_dataset, frame, roles, cfg)
 
-    methods: list[MethodResult] = []
-    gp = cfg.methods.group_parity
-    if gp.enabled:
-        try:
-            methods.append(timed("group_parity", group_parity_task, dataset, gp))
-        except Exception as exc:  # an optional method: record the failure, finish the audit
-            logger.error("group parity failed: %s", exc)
-            methods.append(
-                MethodResult(
-                    "group_parity",
-                    "Demographic parity and equalized odds",
-                    status="failed",
-                    reason=f"{type(exc).__name__}: {exc}",
-                )
-            )
-    else:
-        methods.append(
-            MethodResult(
-                "group_parity",
-                "Demographic parity and equalized odds",
-                status="not_run",
-                reason="disabled in the config (methods.group_parity.enabled)",
-            )
-        )
+    methods = run_methods(cfg, dataset, model, model_info, logger, timings)
 
     summary = {**source, **dataset.summary()}
     result = assemble_audit(
@@ -167,6 +146,10 @@ def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
             "timings": timings,
         },
     )
+    if cfg.mlflow.enabled:
+        result.metadata["previous_audits"] = previous_audits_task(
+            result, tracking_uri, cfg.mlflow.experiment
+        )
     html = timed("render_report", render_report_task, result)
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))

@@ -90,6 +90,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--no-mlflow", action="store_true", help="do not log to MLflow (local outputs only)"
     )
     audit.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="recompute every method step instead of reusing cached results (cache.enabled)",
+    )
+    audit.add_argument(
         "--fail-on-disparity",
         action="store_true",
         help="exit with status 1 when the verdict is 'fail' (for CI gates)",
@@ -142,6 +147,8 @@ def _audit(args: argparse.Namespace) -> int:
         raw.setdefault("output", {})["dir"] = str(args.output_dir.resolve())
     if args.no_mlflow:
         raw.setdefault("mlflow", {})["enabled"] = False
+    if args.no_cache:
+        raw.setdefault("cache", {})["enabled"] = False
     AuditConfig.from_dict(raw, base_dir=cfg_path.parent.resolve())  # fail fast, before Prefect
     run = _run_flow(raw, str(cfg_path.parent.resolve()))
     _print_outcome(run)

@@ -125,3 +125,65 @@ def log_to_mlflow(
     )
     get_run_logger().info("Logged audit to MLflow run %s (%s)", info["run_id"], tracking_uri)
     return info
+
+
+def previous_audits(
+    tracking_uri: str,
+    experiment: str,
+    model_name: str,
+    keys: list[str],
+    limit: int = 5,
+) -> list[dict[str, Any]]:
+    """The last ``limit`` finished audits of registered model ``model_name`` (newest first).
+
+    Each entry: run id, audit id, model version, verdict, start time and the estimates of the
+    findings ``keys`` that run logged (missing keys are left out). ``[]`` when there is none.
+    """
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    quoted = model_name.replace("\\", "\\\\").replace("'", "\\'")
+    runs = client.search_runs(
+        [exp.experiment_id],
+        filter_string=(
+            f"tags.`fairengine.model_name` = '{quoted}' and attributes.status = 'FINISHED'"
+        ),
+        order_by=["attributes.start_time DESC"],
+        max_results=limit,
+    )
+    wanted = set(keys)
+    return [
+        {
+            "run_id": r.info.run_id,
+            "audit_id": r.data.tags.get("fairengine.audit_id"),
+            "model_version": r.data.tags.get("fairengine.model_version"),
+            "verdict": r.data.tags.get("fairengine.verdict"),
+            "started_ms": r.info.start_time,
+            "estimates": {k: v for k, v in r.data.metrics.items() if k in wanted},
+        }
+        for r in runs
+    ]
+
+
+@task(name="previous-audits", cache_policy=NO_CACHE)
+def previous_audits_task(
+    result: AuditResult, tracking_uri: str, experiment: str, limit: int = 5
+) -> list[dict[str, Any]]:
+    """Earlier audits of the same registered model, for the report's trend table.
+
+    Never fails the audit: an unreachable store gives ``[]`` and a warning.
+    """
+    name = result.model.get("name")
+    if not name:
+        return []
+    keys = [f.key for f in result.findings() if f.pvalue is not None]
+    try:
+        history = previous_audits(tracking_uri, experiment, str(name), keys, limit)
+    except Exception as exc:
+        get_run_logger().warning("Could not read earlier audits of %s: %s", name, exc)
+        return []
+    get_run_logger().info("Found %d earlier audit(s) of %s", len(history), name)
+    return history

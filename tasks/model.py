@@ -118,3 +118,40 @@ def score_data(model: Any, frame: pd.DataFrame, feature_columns: list[str]) -> p
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
+
+
+class PyfuncProbability:
+    """A black-box view of a loaded model: ``predict_proba(X)`` gives ``(n, 2)`` class
+    probabilities from the pyfunc's scores (raw scores through a sigmoid when ``score_type`` is
+    ``raw``), like a scikit-learn classifier."""
+
+    def __init__(self, model: Any, score_type: str) -> None:
+        self.model = model
+        self.score_type = score_type
+
+    def predict_proba(self, features: pd.DataFrame) -> np.ndarray:
+        from fairengine.scores import to_probability
+
+        p = to_probability(predict_scores(self.model, features), self.score_type)
+        return np.column_stack([1.0 - p, p])
+
+
+def model_handles(model: Any, score_type: str) -> dict[str, Any]:
+    """What the model-dependent methods receive.
+
+    ``predict_proba``: a function of a feature frame returning P(y=1) per row (FlipTest).
+    ``model``: the underlying estimator or torch module when MLflow can unwrap it (so gradients
+    are available to the individual-fairness test), else the black-box :class:`PyfuncProbability`.
+    """
+    proba = PyfuncProbability(model, score_type)
+    raw: Any = None
+    for unwrap in ("get_raw_model", "unwrap_python_model"):
+        try:
+            raw = getattr(model, unwrap)()
+            break
+        except Exception:  # not every flavor can be unwrapped; fall back to the black box
+            continue
+    return {
+        "predict_proba": lambda features: proba.predict_proba(features)[:, 1],
+        "model": raw if raw is not None else proba,
+    }

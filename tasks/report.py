@@ -23,7 +23,7 @@ import logging
 import math
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -449,6 +449,60 @@ def config_text(config: dict[str, Any]) -> str:
         return json.dumps(config, indent=2, ensure_ascii=False, default=str)
 
 
+TREND_ROWS = 12
+"""Findings shown in the trend table (rejections first, then by adjusted p-value)."""
+
+
+def trend_view(d: dict[str, Any]) -> dict[str, Any] | None:
+    """Headline estimates of this audit beside earlier audits of the same registered model.
+
+    ``None`` when there is no earlier audit (``metadata.previous_audits`` from MLflow).
+    """
+    history = list((d.get("metadata") or {}).get("previous_audits") or [])
+    if not history:
+        return None
+    history = history[::-1]  # oldest first, this audit last
+    tested = [
+        f
+        for m in d.get("methods") or []
+        if m.get("status") == "ok"
+        for f in m.get("findings") or []
+        if f.get("pvalue") is not None
+    ]
+    tested.sort(
+        key=lambda f: (f.get("decision") != "reject", as_float(f.get("adjusted_pvalue") or 1.0))
+    )
+    columns = [
+        {
+            "label": f"v{h.get('model_version')}" if h.get("model_version") else DASH,
+            "date": fmt_datetime(
+                datetime.fromtimestamp(h["started_ms"] / 1000, UTC).isoformat()
+                if h.get("started_ms")
+                else None
+            ),
+            "verdict": str(h.get("verdict") or DASH).upper(),
+        }
+        for h in history
+    ]
+    model = d.get("model") or {}
+    columns.append(
+        {
+            "label": f"v{model.get('version')} (this audit)"
+            if model.get("version")
+            else "this audit",
+            "date": fmt_datetime(d.get("created_at")),
+            "verdict": str((d.get("verdict") or {}).get("status", "")).upper(),
+        }
+    )
+    rows = []
+    for f in tested[:TREND_ROWS]:
+        values = [fmt_number((h.get("estimates") or {}).get(f["key"])) for h in history]
+        rows.append(
+            {"label": f.get("label", f["key"]), "values": [*values, fmt_number(f.get("estimate"))]}
+        )
+    return {"columns": columns, "rows": rows, "n_previous": len(history)}
+
+
 def report_context(result: AuditResult) -> dict[str, Any]:
     """Everything the template needs, as plain pre-formatted data (plus ``result``: the dict)."""
     d = result.to_dict()
@@ -477,6 +531,7 @@ def report_context(result: AuditResult) -> dict[str, Any]:
         "n_untested": untested,
         "methods": methods,
         "validation": validation_view(d.get("validation")),
+        "trend": trend_view(d),
         "config_text": config_text(d.get("config") or {}),
         "timings": [
             {"step": str(k), "seconds": fmt_seconds(v)}

@@ -47,3 +47,7 @@ def default_artifact_root() -> Path:
 
 def default_report_dir() -> Path:
     return fairengine_home() / "reports"
+
+
+def default_cache_dir() -> Path:
+    return fairengine_home() / "cache"

@@ -55,6 +55,7 @@ def config_for(data_path: Path, out: Path, experiment: str, **extra) -> dict:
         "threshold": 0.5,
         "output": {"dir": str(out)},
         "mlflow": {"experiment": experiment},
+        "cache": {"dir": str(out.parent / "cache")},  # one cache per test: no cross-talk
     }
     cfg.update(extra)
     return cfg
@@ -151,6 +152,12 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
         assert dp.estimate == pytest.approx(
             p[df.sex == "female"].mean() - p[df.sex == "male"].mean()
         )
+    # the second audit of the model shows the first one in its trend table
+    (earlier,) = run.result.metadata["previous_audits"]
+    assert earlier["model_version"] == version
+    assert earlier["estimates"]["dp_gap.sex.female_male"] == pytest.approx(dp.estimate)
+    html = Path(run.report_path).read_text()
+    assert "Trend across audits of this model" in html
     mv = client.get_model_version("credit-scorer", version)
     assert mv.tags["fairengine.verdict"] == run.result.verdict.status
     assert mv.tags["fairengine.audit_run_id"] == run.mlflow["run_id"]
@@ -221,3 +228,42 @@ def test_failed_optional_method_is_reported_and_audit_completes(
     assert Path(run.report_path).exists()
     assert "simulated failure" in Path(run.report_path).read_text()
     assert len(run_ids(client, "t-failed")) == 1
+
+
+def test_rerun_reuses_cached_method_results_and_a_changed_parameter_recomputes(
+    tmp_path: Path, client, monkeypatch
+) -> None:
+    """Cache keys come from the data content, model, parameters and code (tasks/caching.py):
+    a second identical audit reuses the method results (the method body does not run again)
+    and yields the same findings and verdict; changing one parameter recomputes that step."""
+    import tasks.group_metrics
+    from flows.audit import audit_flow
+
+    calls: list[float] = []
+    real = tasks.group_metrics.group_parity
+
+    def counting(dataset, **kwargs):
+        calls.append(kwargs["tolerance"])
+        return real(dataset, **kwargs)
+
+    monkeypatch.setattr(tasks.group_metrics, "group_parity", counting)
+    data = tmp_path / "d.csv"
+    scored_frame(seed=7).to_csv(data, index=False)
+    cfg = config_for(data, tmp_path / "out", "t-cache", mlflow={"enabled": False})
+    first = audit_flow(cfg)
+    # the same content in a new file (another path, another DataFrame object) hits the cache
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(data.read_bytes())
+    second = audit_flow(config_for(copy, tmp_path / "out", "t-cache", mlflow={"enabled": False}))
+    assert calls == [0.05]
+    a, b = first.result.to_dict(), second.result.to_dict()
+    assert a["methods"] == b["methods"] and a["verdict"] == b["verdict"]
+
+    cfg["methods"] = {"group_parity": {"tolerance": 0.1}}
+    third = audit_flow(cfg)
+    assert calls == [0.05, 0.1]
+    assert third.result.method("group_parity").parameters["tolerance"] == 0.1
+
+    cfg["cache"]["enabled"] = False
+    audit_flow(cfg)
+    assert calls == [0.05, 0.1, 0.1]

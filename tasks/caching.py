@@ -1,0 +1,98 @@
+"""Cache keys of the audit's method steps: what was computed, on what, by which code.
+
+A method step's result is reused (Prefect task caching with persisted results) exactly when all
+of these are unchanged:
+
+* the data: :meth:`AuditDataset.fingerprint` (a SHA-256 of the content of the role and feature
+  columns, not object identity) and the dataset settings that change predictions (score type,
+  threshold, positive label, roles);
+* the model: its URI, resolved registry version and run id (an alias that moved to another
+  version gives another key);
+* the step's parameters (its ``methods.<name>`` config section and the seed);
+* the code: the source of the step's task (Prefect's ``TASK_SOURCE``) and a hash of the whole
+  ``fairengine`` package source, so a change in the math invalidates its results.
+
+Changing one method's parameters changes only that step's key, so only it is recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from prefect.cache_policies import TASK_SOURCE, CachePolicy
+
+from fairengine.dataset import AuditDataset
+from fairengine.results import to_jsonable
+
+MODEL_ARGUMENTS = frozenset({"model", "predict_proba"})
+"""Task arguments that carry the model object; its identity enters the key instead."""
+
+
+@cache
+def engine_source_hash() -> str:
+    """SHA-256 over the source of every module of the installed ``fairengine`` package."""
+    import fairengine
+
+    root = Path(fairengine.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def dataset_identity(dataset: AuditDataset) -> str:
+    """Content fingerprint of the data plus the settings that turn it into predictions."""
+    settings = {
+        "fingerprint": dataset.fingerprint(),
+        "roles": dataset.roles.to_dict(),
+        "score_type": dataset.score_type,
+        "threshold": dataset.threshold,
+        "positive_label": str(dataset.positive_label),
+    }
+    return json.dumps(settings, sort_keys=True)
+
+
+def model_identity(model_info: dict[str, Any]) -> str:
+    """The audited model as far as the registry knows it (URI, version, run)."""
+    keys = ("uri", "name", "version", "run_id")
+    return json.dumps({k: model_info.get(k) for k in keys}, sort_keys=True, default=str)
+
+
+@dataclass
+class AuditStepPolicy(CachePolicy):
+    """Key = data identity + model identity + the step's other inputs + engine source hash."""
+
+    data: str = ""
+    model: str = ""
+
+    def compute_key(
+        self,
+        task_ctx: Any,
+        inputs: dict[str, Any],
+        flow_parameters: dict[str, Any],
+        **kwargs: Any,
+    ) -> str | None:
+        h = hashlib.sha256()
+        for part in (self.data, self.model, engine_source_hash()):
+            h.update(part.encode())
+        for name in sorted(inputs):
+            value = inputs[name]
+            if isinstance(value, AuditDataset) or name in MODEL_ARGUMENTS:
+                continue  # covered by the data and model identities
+            h.update(name.encode())
+            h.update(json.dumps(to_jsonable(value), sort_keys=True).encode())
+        return h.hexdigest()
+
+
+def method_cache_policy(
+    dataset: AuditDataset, model_info: dict[str, Any], key_storage: Path
+) -> CachePolicy:
+    """The cache policy of a method step: :class:`AuditStepPolicy` plus the task's source."""
+    policy = AuditStepPolicy(data=dataset_identity(dataset), model=model_identity(model_info))
+    return (policy + TASK_SOURCE).configure(key_storage=key_storage)
