@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from fairengine.errors import ConfigError
+from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
 from fairengine.roles import ColumnRoles
 from fairengine.scores import SCORE_TYPES
@@ -82,7 +83,10 @@ class GroupParityConfig:
 
 @dataclass
 class MethodsConfig:
+    """One section per audit method (``methods.<name>``); each has ``enabled``."""
+
     group_parity: GroupParityConfig = field(default_factory=GroupParityConfig)
+    intersectional: IntersectionalConfig = field(default_factory=IntersectionalConfig)
 
 
 @dataclass

@@ -51,6 +51,11 @@ METHOD_STEPS: tuple[MethodStep, ...] = (
         "Demographic parity and equalized odds",
         "tasks.group_metrics:group_parity_task",
     ),
+    MethodStep(
+        "intersectional",
+        "Intersectional differential fairness",
+        "tasks.intersectional:intersectional_task",
+    ),
 )
 """Every method of an audit, in report order."""
 

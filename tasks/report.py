@@ -35,7 +35,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from fairengine.results import AuditResult
-from tasks.report_plots import RATE_LABELS, as_float, group_rates_svg
+from tasks.report_plots import RATE_LABELS, as_float, group_rates_svg, interval_forest_svg
 from templates import TEMPLATE_DIR
 
 TEMPLATE_NAME = "report.html.j2"
@@ -237,7 +237,7 @@ def group_parity_view(method: dict[str, Any]) -> dict[str, Any]:
             "Rates are expected rates (mean predicted probability per group; no threshold)."
         )
     else:
-        prediction = f"Rates use hard predictions (score ≥ {fmt_value(threshold)})."
+        prediction = f"Rates use hard predictions (score > {fmt_value(threshold)})."
     level = fmt_level(params.get("confidence_level", 0.95))
     attributes = []
     for attr, info in (details.get("attributes") or {}).items():
@@ -289,8 +289,105 @@ def group_parity_view(method: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+DF_METRIC_LABELS: dict[str, str] = {
+    "elift": "Empirical lift (labels)",
+    "slift": "Impact ratio, slift (labels)",
+    "sp": "Statistical parity (predictions)",
+    "tpr": "TPR parity (predictions)",
+    "fpr": "FPR parity (predictions)",
+    "eo": "Equalized odds (predictions)",
+}
+
+
+def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
+    """Per grouping (the intersection first, then each attribute): ε per metric with the
+    smoothed estimate and the bootstrap and Bayesian intervals, the driving pair, a forest
+    plot; then the smallest intersections and the method's notes."""
+    details = method.get("details") or {}
+    metrics = details.get("metrics") or {}
+    groupings = list((details.get("groupings") or {}).keys())
+    level = fmt_level((details.get("estimators") or {}).get("confidence_level", 0.95))
+    blocks = []
+    for gi, grouping in enumerate(groupings):
+        rows, labels, est, b_lo, b_hi, y_lo, y_hi = [], [], [], [], [], [], []
+        for metric, per_grouping in metrics.items():
+            g = (per_grouping or {}).get(grouping)
+            if not g:
+                continue
+            e = g.get("estimators") or {}
+            boot, bayes = e.get("bootstrap") or {}, e.get("bayesian") or {}
+            pair = g.get("pair") or {}
+            label = DF_METRIC_LABELS.get(metric, metric)
+            rows.append(
+                {
+                    "metric": label,
+                    "epsilon": fmt_number(g.get("epsilon")),
+                    "ratio": fmt_number(g.get("ratio")),
+                    "bootstrap": fmt_interval(boot.get("low"), boot.get("high")),
+                    "bayesian": fmt_interval(bayes.get("low"), bayes.get("high")),
+                    "headline": str(g.get("headline") or DASH),
+                    "pair": (
+                        f"{pair.get('high')} ({fmt_rate(pair.get('rate_high'))}) vs "
+                        f"{pair.get('low')} ({fmt_rate(pair.get('rate_low'))})"
+                        if pair
+                        else DASH
+                    ),
+                }
+            )
+            labels.append(label)
+            est.append(g.get("epsilon"))
+            b_lo.append(boot.get("low"))
+            b_hi.append(boot.get("high"))
+            y_lo.append(bayes.get("low"))
+            y_hi.append(bayes.get("high"))
+        if not rows:
+            continue
+        plot = interval_forest_svg(
+            f"ε by metric over {grouping}",
+            labels,
+            [
+                {
+                    "name": "bootstrap",
+                    "color": "#2f5d8a",
+                    "estimate": est,
+                    "low": b_lo,
+                    "high": b_hi,
+                },
+                {"name": "Bayesian", "color": "#a4502a", "low": y_lo, "high": y_hi},
+            ],
+            salt=f"df-{gi}",
+        )
+        blocks.append(
+            {
+                "grouping": str(grouping),
+                "anchor": slug("df", gi, grouping),
+                "rows": rows,
+                "plot": Markup(plot),
+            }
+        )
+    smallest = [
+        {
+            "group": str(c.get("group")),
+            "n": fmt_count(c.get("n")),
+            "positives": fmt_count(c.get("positives")),
+            "status": str(c.get("status") or ""),
+        }
+        for c in details.get("smallest") or []
+    ]
+    return {
+        "level": level,
+        "attributes": " × ".join(map(str, details.get("attributes") or [])),
+        "n_intersections": fmt_count(details.get("n_intersections")),
+        "outcomes": str(details.get("outcomes") or ""),
+        "blocks": blocks,
+        "smallest": smallest,
+        "notes": [str(n) for n in details.get("notes") or []],
+    }
+
+
 DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "group_parity": group_parity_view,
+    "intersectional": intersectional_view,
 }
 """Method name -> view builder; the template has a macro ``<name>_block`` for each."""
 

@@ -194,3 +194,73 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
     )
     fig.tight_layout(pad=0.4)
     return _figure_svg(fig, salt=f"fairengine-{attr}-{rate}")
+
+
+def interval_forest_svg(
+    title: str,
+    labels: list[str],
+    series: list[dict[str, Any]],
+    *,
+    reference: float | None = None,
+    salt: str = "forest",
+) -> str:
+    """A forest plot: one row per label, one interval (and point) per series on each row.
+
+    ``series`` items: ``{"name", "color", "estimate": [...], "low": [...], "high": [...]}``
+    (lists aligned with ``labels``; ``estimate`` may be omitted for an interval alone).
+    Non-finite values are skipped. ``reference`` draws a vertical line (e.g. a target).
+    Several series on a row are offset vertically, with a legend. Returns an inline ``<svg>``.
+    """
+    n = len(labels)
+    k = max(len(series), 1)
+    values = [
+        v
+        for s in series
+        for key in ("estimate", "low", "high")
+        for v in (as_float(x) for x in s.get(key) or [])
+        if math.isfinite(v)
+    ]
+    if reference is not None:
+        values.append(reference)
+    x0, x1 = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = 0.08 * max(x1 - x0, 1e-9)
+    x0, x1 = x0 - pad, x1 + pad
+    if x1 - x0 < 1e-6:
+        x0, x1 = x0 - 0.5, x1 + 0.5
+    fig = Figure(figsize=(5.4, 0.9 + 0.32 * max(n, 1) * (1 + 0.35 * (k - 1))), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    step = 0.6 / k
+    for j, s in enumerate(series):
+        offset = (j - (k - 1) / 2) * step
+        est = [as_float(x) for x in s.get("estimate") or [math.nan] * n]
+        low = [as_float(x) for x in s.get("low") or [math.nan] * n]
+        high = [as_float(x) for x in s.get("high") or [math.nan] * n]
+        for i in range(n):
+            y = (n - 1 - i) - offset
+            if math.isfinite(low[i]) and math.isfinite(high[i]):
+                ax.plot([low[i], high[i]], [y, y], color=s["color"], linewidth=2.0)
+            if math.isfinite(est[i]):
+                ax.plot([est[i]], [y], "o", color=s["color"], markersize=4.5)
+        ax.plot([], [], color=s["color"], linewidth=2.0, label=str(s["name"]))
+    if reference is not None:
+        ax.axvline(reference, color="#6b7280", linestyle="--", linewidth=1)
+    ax.set_yticks(
+        list(range(n))[::-1], [plot_label(x, 30) for x in labels], fontsize=8, parse_math=False
+    )
+    ax.set_ylim(-0.7, n - 0.3 if n else 0.7)
+    ax.set_xlim(x0, x1)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.tick_params(axis="x", labelsize=7.5, colors="#374151")
+    ax.tick_params(axis="y", length=0, colors="#111827")
+    ax.grid(axis="x", color="#e5e7eb", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.spines["bottom"].set_color("#9ca3af")
+    if len(series) > 1:
+        ax.legend(fontsize=7.5, frameon=False, loc="lower right")
+    ax.set_title(plot_label(title, 70), fontsize=9, loc="left", parse_math=False)
+    fig.tight_layout(pad=0.4)
+    return _figure_svg(fig, salt=f"fairengine-{salt}")

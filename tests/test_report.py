@@ -349,7 +349,7 @@ def test_report_formats_the_computed_numbers(html: str) -> None:
     assert "5,000" in html and "4,800" in html
     # decisions
     assert "Rejected" in html and "Not rejected" in html and "Not tested" in html
-    assert "Rates use hard predictions (score ≥ 0.5)." in html
+    assert "Rates use hard predictions (score &gt; 0.5)." in html
 
 
 def test_verdict_table_lists_tested_findings_rejections_first(audit: AuditResult) -> None:
@@ -457,9 +457,9 @@ def test_report_is_small(html: str) -> None:
 
 
 def test_nan_and_infinity_render_as_text() -> None:
-    odd = MethodResult(
-        method="intersectional",
-        title="Intersectional differential fairness",
+    odd = MethodResult(  # a method without a dedicated block: its details show as raw JSON
+        method="custom_metric",
+        title="A custom metric",
         parameters={"epsilon_cap": math.inf, "smoothing": math.nan, "levels": [0.9, None]},
         findings=[
             Finding("eps", "ε-differential fairness", math.inf, Interval(1.5, math.inf, 0.9)),
@@ -603,3 +603,39 @@ def escape(text: str) -> str:
     from markupsafe import escape as _escape
 
     return str(_escape(text))
+
+
+def test_intersectional_block_shows_estimators_pair_and_smallest_cells() -> None:
+    """The intersectional panel renders from a real ``run_intersectional`` result."""
+    import numpy as np
+    import pandas as pd
+
+    from fairengine.audit import finalize_audit
+    from fairengine.dataset import AuditDataset
+    from fairengine.intersectional import IntersectionalConfig, run_intersectional
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["f", "m"], n),
+            "race": rng.choice(["a", "b", "<c>"], n, p=[0.6, 0.35, 0.05]),
+            "y": rng.binomial(1, 0.4, n),
+        }
+    )
+    frame["score"] = np.clip(rng.normal(0.3 + 0.3 * frame["y"], 0.2), 0, 1)
+    ds = AuditDataset.from_frame(
+        frame, ColumnRoles(label="y", protected=("sex", "race"), score="score"), threshold=0.5
+    )
+    m = run_intersectional(ds, IntersectionalConfig(n_bootstrap=200, n_posterior=500))
+    html = render_report(
+        finalize_audit(config={}, dataset=ds.summary(), model={}, validation=None, methods=[m])
+    )
+    assert "could not draw" not in html
+    assert "ε over sex_x_race" in html or "ε over sex × race" in html or "ε over" in html
+    assert "Bootstrap 95%" in html and "Bayesian 95%" in html
+    assert "Smallest intersections" in html
+    assert "&lt;c&gt;" in html and "<c>" not in html
+    eps = m.findings[0].estimate
+    assert f"{eps:.4f}" in html

@@ -1,0 +1,77 @@
+"""Intersectional fairness: ε-differential fairness over all intersections of protected attributes.
+
+Audit half of Morina, Oliinyk, Waton, Marušić & Georgatzis, "Auditing and achieving
+intersectional fairness in classification problems" (arXiv:1911.01468), on Foulds, Islam, Keya &
+Pan's differential fairness (ICDE 2020). Implementation spec: notes ``intersectional.md`` §4.
+
+Public API:
+
+* :func:`table_from_arrays`, :class:`IntersectionTable` — the count table C[s, y, ŷ] (one pass).
+* :func:`differential_fairness`, :func:`epsilon_from_counts`, :func:`pairwise_epsilon`,
+  :func:`elift_epsilon`, :func:`rate_counts`, :func:`smoothed_rates` — metrics of a count table.
+* :func:`bootstrap_epsilon`, :func:`posterior_epsilon`, :func:`bootstrap_statistics`,
+  :func:`posterior_epsilons`, :class:`EpsilonDistribution` — the estimators.
+* :class:`IntersectionalConfig`, :func:`run_intersectional`, :func:`intersection_table` — the
+  audit method (``methods.intersectional``).
+"""
+
+from fairengine.intersectional.cells import (
+    IntersectionTable,
+    auditable_mask,
+    check_levels,
+    collapse_counts,
+    support_status,
+    table_from_arrays,
+)
+from fairengine.intersectional.config import IntersectionalConfig
+from fairengine.intersectional.estimators import (
+    EpsilonDistribution,
+    bootstrap_counts,
+    bootstrap_epsilon,
+    bootstrap_statistics,
+    posterior_epsilon,
+    posterior_epsilons,
+)
+from fairengine.intersectional.method import intersection_table, run_intersectional
+from fairengine.intersectional.metrics import (
+    DATA_METRICS,
+    METRICS,
+    MODEL_METRICS,
+    DifferentialFairness,
+    differential_fairness,
+    elift_epsilon,
+    epsilon_from_counts,
+    overall_rate,
+    pairwise_epsilon,
+    rate_counts,
+    smoothed_rates,
+)
+
+__all__ = [
+    "DATA_METRICS",
+    "METRICS",
+    "MODEL_METRICS",
+    "DifferentialFairness",
+    "EpsilonDistribution",
+    "IntersectionTable",
+    "IntersectionalConfig",
+    "auditable_mask",
+    "bootstrap_counts",
+    "bootstrap_epsilon",
+    "bootstrap_statistics",
+    "check_levels",
+    "collapse_counts",
+    "differential_fairness",
+    "elift_epsilon",
+    "epsilon_from_counts",
+    "intersection_table",
+    "overall_rate",
+    "pairwise_epsilon",
+    "posterior_epsilon",
+    "posterior_epsilons",
+    "rate_counts",
+    "run_intersectional",
+    "smoothed_rates",
+    "support_status",
+    "table_from_arrays",
+]
