@@ -124,6 +124,27 @@ class CacheConfig:
     expiration_days: float = 30.0
 
 
+RUNNER_KINDS = ("threads", "dask")
+
+
+@dataclass
+class RunnerConfig:
+    """How the audit's method steps are executed (Prefect task runner).
+
+    ``threads`` (default): Prefect's thread pool in the flow's process; right for one machine
+    (numpy and torch release the GIL). ``dask``: prefect-dask's ``DaskTaskRunner`` on a local
+    cluster of ``dask_workers`` processes, or on the scheduler at ``dask_address``
+    (``tcp://host:8786``); needs a Prefect server (``PREFECT_API_URL``), since in embedded mode
+    every Dask worker would start its own temporary API server.
+    """
+
+    kind: str = "threads"
+    max_workers: int | None = None
+    dask_address: str | None = None
+    dask_workers: int = 2
+    dask_threads_per_worker: int = 1
+
+
 @dataclass
 class AuditConfig:
     """The whole audit configuration."""
@@ -142,6 +163,7 @@ class AuditConfig:
     output: OutputConfig = field(default_factory=OutputConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -174,6 +196,13 @@ class AuditConfig:
             raise ConfigError(
                 f"cache.expiration_days must be > 0, got {self.cache.expiration_days}"
             )
+        r = self.runner
+        if r.kind not in RUNNER_KINDS:
+            raise ConfigError(f"runner.kind must be one of {list(RUNNER_KINDS)}, got {r.kind!r}")
+        if r.max_workers is not None and r.max_workers < 1:
+            raise ConfigError(f"runner.max_workers must be >= 1, got {r.max_workers}")
+        if r.dask_workers < 1 or r.dask_threads_per_worker < 1:
+            raise ConfigError("runner.dask_workers and runner.dask_threads_per_worker must be >= 1")
         if self.data.path and self.data.embedded:
             raise ConfigError("data: give either 'path' or 'embedded', not both")
 

@@ -30,3 +30,7 @@ class ConfigError(FairEngineError):
 
 class ModelLoadError(FairEngineError):
     """The model URI could not be loaded or the model cannot score the data."""
+
+
+class ResultLoggingError(FairEngineError):
+    """The audit ran and its results are on local disk, but recording them (MLflow) failed."""

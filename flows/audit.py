@@ -22,12 +22,13 @@ from prefect.cache_policies import NO_CACHE
 
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
-from fairengine.errors import ConfigError
+from fairengine.errors import ConfigError, ResultLoggingError
 from fairengine.results import AuditResult
 from flows.method_steps import run_methods
+from flows.runners import task_runner_for
 from tasks.data import build_dataset, load_data
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
-from tasks.model import SCORE_COLUMN, load_model, model_handles, score_data
+from tasks.model import SCORE_COLUMN, first_line, load_model, model_handles, score_data
 from tasks.outputs import write_outputs
 from tasks.report import render_report_task
 from tasks.settings import default_report_dir, default_tracking_uri
@@ -155,8 +156,26 @@ def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
     paths = write_outputs(result, html, str(out_dir / result.audit_id))
     mlflow_info = None
     if cfg.mlflow.enabled:
-        mlflow_info = log_to_mlflow(
-            result, html, tracking_uri, cfg.mlflow.experiment, cfg.mlflow.tag_model_version
-        )
+        try:
+            mlflow_info = log_to_mlflow(
+                result, html, tracking_uri, cfg.mlflow.experiment, cfg.mlflow.tag_model_version
+            )
+        except Exception as exc:
+            raise ResultLoggingError(
+                f"the audit finished (verdict {result.verdict.status.upper()}) but logging to "
+                f"MLflow at {tracking_uri} failed: {type(exc).__name__}: {first_line(exc)}. "
+                f"The report and JSON are kept at {paths['report']} and {paths['json']}; "
+                f"log them later with: fairengine log --result {paths['json']}"
+            ) from exc
     logger.info("Report: %s", paths["report"])
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
+
+
+def run_audit(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
+    """Run :func:`audit_flow` on the task runner the config's ``runner`` section names.
+
+    This is the entry point of the CLI; calling ``audit_flow`` directly uses the thread pool.
+    """
+    cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
+    runner = task_runner_for(cfg)
+    return audit_flow.with_options(task_runner=runner)(config=config, base_dir=base_dir)

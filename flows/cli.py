@@ -23,7 +23,8 @@ environment:
   PREFECT_API_URL       a Prefect server to report runs to (default: embedded, no server)
 
 exit codes: 0 audit ran (any verdict; see --fail-on-disparity), 1 audit verdict 'fail' with
---fail-on-disparity, 2 bad input, configuration, data or model (message on stderr).
+--fail-on-disparity, 2 bad input, configuration, data or model (message on stderr), 3 the audit
+ran and its report/JSON are on disk but logging to MLflow failed (re-log with `fairengine log`).
 """
 
 
@@ -99,6 +100,25 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 1 when the verdict is 'fail' (for CI gates)",
     )
+    log = sub.add_parser(
+        "log",
+        help="log a finished audit's audit.json and report.html to MLflow (e.g. after the "
+        "MLflow server was down)",
+        description="Record an audit that ran but could not be logged: reads audit.json and "
+        "the report.html beside it, creates the MLflow run and tags the audited model version.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+    )
+    log.add_argument("--result", "-r", type=Path, required=True, help="the audit.json to log")
+    log.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow store or server (default: the audit's mlflow.tracking_uri, else "
+        "$MLFLOW_TRACKING_URI, else $FAIRENGINE_HOME/mlflow.db)",
+    )
+    log.add_argument(
+        "--experiment", default=None, help="experiment (default: the audit's mlflow.experiment)"
+    )
     return parser
 
 
@@ -115,12 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     apply_offline_defaults()
-    from fairengine.errors import FairEngineError
+    from fairengine.errors import FairEngineError, ResultLoggingError
 
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "log":
+            return _log(args)
         return _audit(args)
+    except ResultLoggingError as exc:
+        print(f"fairengine: error: {exc}", file=sys.stderr)
+        return 3
     except FairEngineError as exc:
         print(f"fairengine: error: {exc}", file=sys.stderr)
         return 2
@@ -155,6 +180,34 @@ def _audit(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_disparity and run.result.verdict.status == "fail" else 0
 
 
+def _log(args: argparse.Namespace) -> int:
+    from fairengine.errors import ConfigError
+    from fairengine.results import AuditResult
+    from tasks.mlflow_log import log_audit
+    from tasks.settings import default_tracking_uri
+
+    path = args.result.expanduser()
+    report = path.parent / "report.html"
+    for needed in (path, report):
+        if not needed.is_file():
+            raise ConfigError(f"{str(needed)!r} does not exist; give the audit.json of an audit")
+    try:
+        result = AuditResult.from_json(path.read_text(encoding="utf-8"))
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"{str(path)!r} is not a FairEngine audit result: {exc}") from None
+    settings = result.config.get("mlflow") or {}
+    tracking_uri = args.tracking_uri or settings.get("tracking_uri") or default_tracking_uri()
+    info = log_audit(
+        result,
+        report.read_text(encoding="utf-8"),
+        tracking_uri=tracking_uri,
+        experiment=args.experiment or settings.get("experiment") or "fairengine-audits",
+        tag_model_version=bool(settings.get("tag_model_version", True)),
+    )
+    print(f"Logged audit {result.audit_id} to MLflow run {info['run_id']} ({tracking_uri})")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.home is not None:
         os.environ["FAIRENGINE_HOME"] = str(args.home.expanduser().resolve())
@@ -171,9 +224,9 @@ def _demo(args: argparse.Namespace) -> int:
 def _run_flow(config: dict, base_dir: str):
     _progress("Starting the audit flow (Prefect embedded mode; the first start takes ~15 s) ...")
     start = time.perf_counter()
-    from flows.audit import audit_flow
+    from flows.audit import run_audit
 
-    run = audit_flow(config=config, base_dir=base_dir)
+    run = run_audit(config=config, base_dir=base_dir)
     _progress(f"Audit finished in {time.perf_counter() - start:.1f} s")
     return run
 

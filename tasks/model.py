@@ -47,7 +47,7 @@ def describe_model_uri(uri: str, tracking_uri: str) -> dict[str, Any]:
     except Exception as exc:
         raise ModelLoadError(
             f"could not find model {uri!r} in the MLflow registry at {tracking_uri}: "
-            f"{type(exc).__name__}: {_first_line(exc)}"
+            f"{type(exc).__name__}: {first_line(exc)}"
         ) from None
     info.update(name=name, version=str(mv.version), alias=alias, run_id=mv.run_id)
     return info
@@ -64,7 +64,7 @@ def load_pyfunc(uri: str, tracking_uri: str) -> Any:
     except Exception as exc:
         raise ModelLoadError(
             f"could not load model {uri!r} (tracking store {tracking_uri}): "
-            f"{type(exc).__name__}: {_first_line(exc)}"
+            f"{type(exc).__name__}: {first_line(exc)}"
         ) from None
 
 
@@ -75,7 +75,7 @@ def predict_scores(model: Any, features: pd.DataFrame) -> np.ndarray:
     except Exception as exc:
         raise ModelLoadError(
             f"the model could not score the audit data (feature columns {list(features.columns)}): "
-            f"{type(exc).__name__}: {_first_line(exc)}"
+            f"{type(exc).__name__}: {first_line(exc)}"
         ) from None
     arr = np.asarray(
         out.to_numpy() if isinstance(out, pd.DataFrame | pd.Series) else out, dtype=float
@@ -115,7 +115,8 @@ def score_data(model: Any, frame: pd.DataFrame, feature_columns: list[str]) -> p
     return scored
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (for one-line user-facing errors)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""
 

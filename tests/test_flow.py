@@ -267,3 +267,43 @@ def test_rerun_reuses_cached_method_results_and_a_changed_parameter_recomputes(
     cfg["cache"]["enabled"] = False
     audit_flow(cfg)
     assert calls == [0.05, 0.1, 0.1]
+
+
+def test_mlflow_down_keeps_local_results_and_fairengine_log_records_them_later(
+    tmp_path: Path, client, monkeypatch
+) -> None:
+    """Fault: the MLflow server is unreachable at the logging step. The run fails with a clear
+    error naming the store and the local files, which stay on disk; ``fairengine log`` then
+    records them once a store is reachable."""
+    import socket
+
+    from fairengine.errors import ResultLoggingError
+    from flows.audit import audit_flow
+    from flows.cli import main
+    from tasks.settings import default_tracking_uri
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = tmp_path / "d.csv"
+    scored_frame(seed=11).to_csv(data, index=False)
+    down = {"tracking_uri": f"http://127.0.0.1:{port}", "experiment": "t-down"}
+    with pytest.raises(ResultLoggingError) as info:
+        audit_flow(config_for(data, tmp_path / "out", "t-down", mlflow=down))
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "fairengine log --result" in message
+    (saved,) = (tmp_path / "out").rglob("audit.json")
+    assert (saved.parent / "report.html").is_file()
+    assert str(saved) in message
+    assert run_ids(client, "t-down") == []
+
+    assert main(["log", "--result", str(saved), "--tracking-uri", default_tracking_uri()]) == 0
+    (run_id,) = run_ids(client, "t-down")
+    names = {a.path for a in client.list_artifacts(run_id, "audit")}
+    assert names == {"audit/audit.json", "audit/report.html"}
+    logged = json.loads(
+        Path(client.download_artifacts(run_id, "audit/audit.json", str(tmp_path))).read_text()
+    )
+    assert logged == json.loads(saved.read_text())
