@@ -31,8 +31,10 @@ from typing import Any
 import yaml
 
 from fairengine.errors import ConfigError
+from fairengine.group_metrics import GroupMetricsConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
+from fairengine.permutation.config import PermutationConfig
 from fairengine.roles import ColumnRoles
 from fairengine.scores import SCORE_TYPES
 
@@ -86,6 +88,8 @@ class MethodsConfig:
     """One section per audit method (``methods.<name>``); each has ``enabled``."""
 
     group_parity: GroupParityConfig = field(default_factory=GroupParityConfig)
+    group_metrics: GroupMetricsConfig = field(default_factory=GroupMetricsConfig)
+    permutation_tests: PermutationConfig = field(default_factory=PermutationConfig)
     intersectional: IntersectionalConfig = field(default_factory=IntersectionalConfig)
 
 

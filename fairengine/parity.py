@@ -26,7 +26,7 @@ from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.rate_gap import rate_gaps
+from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
 from fairengine.results import Finding, Interval, MethodResult
 
 METHOD = "group_parity"
@@ -75,6 +75,63 @@ def group_rates(
         else:
             low, high = wald_interval(m, np.sqrt(var), level, bounds=(0.0, 1.0))
         out[name] = {"estimate": m, "variance": var, "n": n, "low": low, "high": high}
+    return out
+
+
+def pair_comparisons(
+    moments: GroupLabelMoments,
+    level: float = 0.95,
+    *,
+    tolerance: float = 0.0,
+    rates: dict[str, dict[str, np.ndarray]] | None = None,
+    lift_compat: bool = False,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every pair a < b of every rate of :data:`RATES`: signed and absolute gap with interval
+    and tolerance p-value, ratio r_a/r_b with its log interval, disparate-impact ratio
+    min/max and the four-fifths flag (JSON-ready rows, for details and reports).
+
+    ``lift_compat=True`` adds LiFT's numbers (``lift_gap``): rates rounded half-up to 5
+    decimals *before* differencing, the absolute difference rounded again (LiFT §1.5); pairs
+    where a group has no row with the conditioning label are left out, as in LiFT.
+    """
+    rates = group_rates(moments, level) if rates is None else rates
+    binomial = moments.hard and not moments.weighted
+    cats = moments.categories
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in RATES:
+        r = rates[name]
+        gaps = rate_gaps(
+            r["estimate"],
+            r["variance"],
+            r["n"],
+            tolerance=tolerance,
+            level=level,
+            binomial=binomial,
+        )
+        ratios = rate_ratios(r["estimate"], r["variance"], level=level)
+        rounded = round_half_up(r["estimate"])
+        rows = []
+        for k, (a, b) in enumerate(gaps.pairs):
+            if lift_compat and (r["n"][a] == 0 or r["n"][b] == 0):
+                continue
+            row = {
+                "a": cats[a],
+                "b": cats[b],
+                "gap": float(gaps.estimate[k]),
+                "abs_gap": float(abs(gaps.estimate[k])),
+                "gap_low": float(gaps.low[k]),
+                "gap_high": float(gaps.high[k]),
+                "pvalue": float(gaps.pvalue[k]),
+                "ratio": float(ratios.estimate[k]),
+                "ratio_low": float(ratios.low[k]),
+                "ratio_high": float(ratios.high[k]),
+                "impact_ratio": float(ratios.impact[k]),
+                "four_fifths_violated": bool(ratios.four_fifths[k]),
+            }
+            if lift_compat:
+                row["lift_gap"] = float(round_half_up(abs(rounded[a] - rounded[b])))
+            rows.append(row)
+        out[name] = rows
     return out
 
 
@@ -138,7 +195,8 @@ def group_parity(
                     },
                 }
                 for g in range(len(cats))
-            ]
+            ],
+            "pairs": pair_comparisons(mom, confidence_level, tolerance=tolerance, rates=rates),
         }
         for name, (_, prefix, human) in RATES.items():
             r = rates[name]

@@ -91,3 +91,66 @@ def rate_gaps(
         pvalue=tolerance_pvalue(est, se, tolerance),
         interval_method=method,
     )
+
+
+FOUR_FIFTHS = 0.8
+
+
+@dataclass(frozen=True)
+class RateRatios:
+    """Ratios r_a / r_b for a list of group pairs, with log-scale (delta-method) intervals.
+
+    ``impact`` is the disparate-impact ratio min(r_a, r_b) / max(r_a, r_b) ∈ [0, 1] and
+    ``four_fifths`` flags pairs with impact < 0.8 (the EEOC four-fifths rule of thumb, 29 CFR
+    §1607.4(D), meant for selection rates).
+    """
+
+    pairs: list[tuple[int, int]]
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    impact: np.ndarray
+    four_fifths: np.ndarray
+    interval_method: str = "log ratio (delta method)"
+
+
+def rate_ratios(rate: np.ndarray, var: np.ndarray, *, level: float = 0.95) -> RateRatios:
+    """All pairwise ratios i < j of per-group ``rate`` with variances ``var``.
+
+    Interval: exp(log(r_a/r_b) ± z·se) with se² = Var r_a / r_a² + Var r_b / r_b² (delta
+    method; for unweighted counts this is Katz et al. 1978's risk-ratio interval,
+    se² = (1−r_a)/k_a + (1−r_b)/k_b). A zero rate gives a ratio of 0 or ∞ and an undefined
+    interval (NaN); 0/0 is NaN.
+    """
+    g = rate.shape[0]
+    i, j = np.triu_indices(g, k=1)
+    ra, rb = rate[i], rate[j]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = ra / rb
+        se = np.sqrt(var[i] / ra**2 + var[j] / rb**2)
+        log_r = np.log(ratio)
+        low, high = wald_interval(log_r, se, level)
+        low, high = np.exp(low), np.exp(high)
+        impact = np.minimum(ra, rb) / np.maximum(ra, rb)
+    bad = ~(np.isfinite(log_r) & np.isfinite(se))
+    low = np.where(bad, np.nan, low)
+    high = np.where(bad, np.nan, high)
+    impact = np.where((ra == 0) & (rb == 0), np.nan, impact)
+    return RateRatios(
+        pairs=list(zip(i.tolist(), j.tolist(), strict=True)),
+        estimate=ratio,
+        low=low,
+        high=high,
+        impact=impact,
+        four_fifths=np.where(np.isfinite(impact), impact < FOUR_FIFTHS, False),
+    )
+
+
+def round_half_up(x: np.ndarray | float, digits: int = 5) -> np.ndarray:
+    """LiFT's rounding: Java ``Math.round(x·10^d) / 10^d`` = floor(x·10^d + ½) / 10^d.
+
+    Unlike Python's ``round`` (half to even), halves round up; like Java, NaN rounds to 0.
+    """
+    scale = 10.0**digits
+    v = np.floor(np.asarray(x, dtype=np.float64) * scale + 0.5) / scale
+    return np.where(np.isnan(v), 0.0, v)

@@ -52,6 +52,14 @@ METHOD_STEPS: tuple[MethodStep, ...] = (
         "tasks.group_metrics:group_parity_task",
     ),
     MethodStep(
+        "group_metrics", "Group metrics (LiFT suite)", "tasks.group_metrics:group_metrics_task"
+    ),
+    MethodStep(
+        "permutation_tests",
+        "Permutation tests",
+        "tasks.permutation:permutation_tests_task",
+    ),
+    MethodStep(
         "intersectional",
         "Intersectional differential fairness",
         "tasks.intersectional:intersectional_task",

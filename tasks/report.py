@@ -35,7 +35,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from fairengine.results import AuditResult
-from tasks.report_plots import RATE_LABELS, as_float, group_rates_svg, interval_forest_svg
+from tasks.report_plots import (
+    RATE_LABELS,
+    as_float,
+    group_rates_svg,
+    interval_forest_svg,
+    null_histogram_svg,
+)
 from templates import TEMPLATE_DIR
 
 TEMPLATE_NAME = "report.html.j2"
@@ -385,7 +391,188 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+PERM_METRIC_LABELS: dict[str, str] = {
+    "positive_rate": "positive-prediction rate",
+    "tpr": "TPR (recall)",
+    "recall": "TPR (recall)",
+    "fnr": "FNR",
+    "fpr": "FPR",
+    "tnr": "TNR",
+    "precision": "precision",
+    "accuracy": "accuracy",
+    "calibration": "calibration-in-the-large",
+    "auc": "AUC",
+}
+MAX_NULL_PLOTS = 12
+"""Permutation distributions drawn (smallest p-values first); the table lists every test."""
+
+
+def permutation_view(method: dict[str, Any]) -> dict[str, Any]:
+    """Every permutation test as a table row, and the null distributions of the most
+    significant ones with the observed statistic marked."""
+    details = method.get("details") or {}
+    tests = list(details.get("tests") or [])
+    rows = []
+    for t in tests:
+        ci = t.get("ci") or [None, None]
+        p_iv = t.get("pvalue_interval") or [None, None]
+        rows.append(
+            {
+                "attribute": str(t.get("attribute")),
+                "pair": f"{t.get('group_a')} − {t.get('group_b')}",
+                "metric": PERM_METRIC_LABELS.get(str(t.get("metric")), str(t.get("metric"))),
+                "values": f"{fmt_number(t.get('value_a'))} vs {fmt_number(t.get('value_b'))}",
+                "difference": fmt_number(t.get("difference")),
+                "interval": fmt_interval(ci[0], ci[1]),
+                "statistic": fmt_number(t.get("statistic")),
+                "pvalue": fmt_pvalue(t.get("pvalue")),
+                "pvalue_mc": f"± {fmt_number(t.get('pvalue_se'))} "
+                f"{fmt_interval(p_iv[0], p_iv[1], fmt_pvalue)}",
+                "n": f"{fmt_count(t.get('n_a'))} / {fmt_count(t.get('n_b'))}",
+            }
+        )
+    ranked = sorted(tests, key=lambda t: as_float(t.get("pvalue")))
+    plots = []
+    for t in ranked[:MAX_NULL_PLOTS]:
+        h = t.get("null_histogram") or {}
+        if not h.get("counts"):
+            continue
+        title = (
+            f"{PERM_METRIC_LABELS.get(str(t.get('metric')), t.get('metric'))}, "
+            f"{t.get('attribute')}: {t.get('group_a')} − {t.get('group_b')}"
+        )
+        plots.append(
+            {
+                "title": title,
+                "svg": Markup(
+                    null_histogram_svg(title, h["edges"], h["counts"], h.get("observed"))
+                ),
+            }
+        )
+    skipped = [
+        str(x) if not isinstance(x, dict) else short_json(x, 200)
+        for x in details.get("skipped") or []
+    ]
+    return {
+        "studentize": str(details.get("studentize") or DASH),
+        "scheme": str(details.get("scheme") or DASH),
+        "alternative": str(details.get("alternative") or DASH),
+        "rows": rows,
+        "plots": plots,
+        "n_tests": len(tests),
+        "skipped": skipped,
+    }
+
+
+def with_interval(r: dict[str, Any], fmt: Callable[[Any], str] = fmt_rate) -> str:
+    """``estimate [low, high]`` of a ``{"estimate", "low", "high"}`` dict."""
+    return f"{fmt(r.get('estimate'))} {fmt_interval(r.get('low'), r.get('high'), fmt)}"
+
+
+GM_RATES: tuple[tuple[str, str], ...] = (
+    ("base_rate", "Base rate P(y=1)"),
+    ("positive_rate", "Positive rate"),
+    ("tpr", "TPR"),
+    ("fpr", "FPR"),
+)
+GM_DISTANCES: tuple[tuple[str, str], ...] = (
+    ("INF_NORM_DIST", "∞-norm"),
+    ("TOTAL_VAR_DIST", "Total variation"),
+    ("JS_DIVERGENCE", "JS divergence"),
+    ("KL_DIVERGENCE", "KL divergence"),
+)
+
+
+def group_metrics_view(method: dict[str, Any]) -> dict[str, Any]:
+    """Per attribute (and the intersection): group rates and performance with intervals,
+    pairwise gaps and ratios with the four-fifths flag, distances from the reference, and the
+    inequality indices over each benefit vector."""
+    details = method.get("details") or {}
+    encodings = []
+    for ei, (name, enc) in enumerate((details.get("encodings") or {}).items()):
+        groups = enc.get("groups") or []
+        perf_names = sorted({k for g in groups for k in (g.get("performance") or {})})
+
+        group_rows = []
+        for g in groups:
+            cells = []
+            for key, _ in GM_RATES:
+                cells.append(with_interval(g.get(key) or {}))
+            for key in perf_names:
+                cells.append(with_interval((g.get("performance") or {}).get(key) or {}))
+            group_rows.append(
+                {"group": str(g.get("group")), "n": fmt_count(g.get("n")), "cells": cells}
+            )
+        pair_rows = []
+        pairs = enc.get("pairs") or {}
+        for key, label in GM_RATES:
+            for p in pairs.get(key) or []:
+                pair_rows.append(
+                    {
+                        "metric": label,
+                        "pair": f"{p.get('a')} vs {p.get('b')}",
+                        "gap": with_interval(
+                            {
+                                "estimate": p.get("gap"),
+                                "low": p.get("gap_low"),
+                                "high": p.get("gap_high"),
+                            },
+                            fmt_number,
+                        ),
+                        "ratio": with_interval(
+                            {
+                                "estimate": p.get("ratio"),
+                                "low": p.get("ratio_low"),
+                                "high": p.get("ratio_high"),
+                            },
+                            fmt_number,
+                        ),
+                        "impact": fmt_number(p.get("impact_ratio")),
+                        "four_fifths": "violated" if p.get("four_fifths_violated") else "met",
+                    }
+                )
+        distances = [
+            {
+                "level": str(level),
+                "values": [fmt_number((d or {}).get(k)) for k, _ in GM_DISTANCES],
+            }
+            for level, d in (enc.get("distances") or {}).items()
+        ]
+        benefits = enc.get("benefits") or {}
+        agg_names = sorted({a for b in benefits.values() for a in (b.get("aggregates") or {})})
+        benefit_rows = [
+            {
+                "benefit": str(bname),
+                "n": fmt_count(b.get("n_entries")),
+                "values": [fmt_number((b.get("aggregates") or {}).get(a)) for a in agg_names],
+            }
+            for bname, b in benefits.items()
+        ]
+        encodings.append(
+            {
+                "name": str(name),
+                "kind": str(enc.get("kind") or ""),
+                "anchor": slug("gm", ei, name),
+                "rate_labels": [label for _, label in GM_RATES] + perf_names,
+                "groups": group_rows,
+                "pairs": pair_rows,
+                "distance_labels": [label for _, label in GM_DISTANCES],
+                "distances": distances,
+                "aggregate_labels": [a.replace("_", " ").lower() for a in agg_names],
+                "benefits": benefit_rows,
+            }
+        )
+    auc = details.get("auc") or {}
+    return {
+        "lift_compat": bool(details.get("lift_compat")),
+        "auc_method": str(auc.get("method") or DASH),
+        "encodings": encodings,
+    }
+
+
 DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "group_metrics": group_metrics_view,
+    "permutation_tests": permutation_view,
     "group_parity": group_parity_view,
     "intersectional": intersectional_view,
 }
@@ -427,6 +614,8 @@ def method_view(method: dict[str, Any], index: int) -> dict[str, Any]:
             for k, v in (method.get("parameters") or {}).items()
         ],
         "findings": findings,
+        "tested_findings": [f for f in findings if f["tested"]],
+        "estimates": [f for f in findings if not f["tested"]],
         "n_tested": sum(1 for f in findings if f["tested"]),
         "block": block,
         "view": view,

@@ -12,6 +12,7 @@ are drawn with ``parse_math=False`` (a ``$`` in a name is not mathtext).
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 from typing import Any
@@ -264,3 +265,53 @@ def interval_forest_svg(
     ax.set_title(plot_label(title, 70), fontsize=9, loc="left", parse_math=False)
     fig.tight_layout(pad=0.4)
     return _figure_svg(fig, salt=f"fairengine-{salt}")
+
+
+def null_histogram_svg(title: str, edges: list[Any], counts: list[Any], observed: Any) -> str:
+    """The permutation distribution as a histogram with the observed statistic marked.
+
+    ``edges`` has one more entry than ``counts``. An observed value outside the histogram's
+    range is drawn at the nearer edge with an arrow and its value, so it is never lost.
+    """
+    e = [as_float(x) for x in edges]
+    c = [as_float(x) for x in counts]
+    obs = as_float(observed)
+    fig = Figure(figsize=(3.6, 1.9), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    if len(e) == len(c) + 1 and c:
+        widths = [b - a for a, b in itertools.pairwise(e)]
+        ax.bar(
+            e[:-1],
+            c,
+            width=widths,
+            align="edge",
+            color="#9db4cc",
+            edgecolor="#2f5d8a",
+            linewidth=0.4,
+        )
+        lo, hi = e[0], e[-1]
+        if math.isfinite(obs):
+            inside = lo <= obs <= hi
+            x = obs if inside else (hi if obs > hi else lo)
+            ax.axvline(x, color="#a4502a", linewidth=1.6)
+            label = f"observed {obs:.3g}" + ("" if inside else (" →" if obs > hi else " ←"))
+            ax.text(
+                x,
+                max(c) * 0.95 if max(c) > 0 else 1,
+                label,
+                color="#a4502a",
+                fontsize=7.5,
+                ha="right" if x >= (lo + hi) / 2 else "left",
+                va="top",
+                parse_math=False,
+            )
+    ax.tick_params(axis="both", labelsize=7, colors="#374151")
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.spines["bottom"].set_color("#9ca3af")
+    ax.set_title(plot_label(title, 60), fontsize=8.5, loc="left", parse_math=False)
+    fig.tight_layout(pad=0.4)
+    return _figure_svg(fig, salt=f"fairengine-null-{title}")

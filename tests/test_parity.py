@@ -135,3 +135,22 @@ def test_metric_token() -> None:
     assert metric_token("Asian-Pac-Islander") == "Asian-Pac-Islander"
     assert metric_token(">50K <script>") == "50K_script"
     assert metric_token("") == "_"
+
+
+def test_pairs_in_details_signed_absolute_ratio_four_fifths() -> None:
+    df = data()
+    res = fe(df)
+    rows = res.details["attributes"]["sex"]["pairs"]["positive_rate"]
+    assert len(rows) == 1
+    row = rows[0]
+    yhat = df["s"] > 0.5
+    rf, rm = yhat[df["sex"] == "female"].mean(), yhat[df["sex"] == "male"].mean()
+    assert (row["a"], row["b"]) == ("female", "male")
+    assert row["gap"] == pytest.approx(rf - rm) and row["abs_gap"] == pytest.approx(abs(rf - rm))
+    assert row["ratio"] == pytest.approx(rf / rm)
+    assert row["impact_ratio"] == pytest.approx(min(rf, rm) / max(rf, rm))
+    assert row["four_fifths_violated"] == (min(rf, rm) / max(rf, rm) < 0.8)
+    assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
+    # the finding keys are unchanged by the extension
+    assert {f.key.split(".")[0] for f in res.findings} == {"dp_gap", "tpr_gap", "fpr_gap"}
+    assert len(res.details["attributes"]["race"]["pairs"]["tpr"]) == 3

@@ -348,7 +348,8 @@ def test_report_formats_the_computed_numbers(html: str) -> None:
     assert "0.4289" in html and "[0.4150, 0.4429]" in html
     assert "5,000" in html and "4,800" in html
     # decisions
-    assert "Rejected" in html and "Not rejected" in html and "Not tested" in html
+    assert "Rejected" in html and "Not rejected" in html
+    assert "<h4>Estimates</h4>" in html  # untested findings: a compact estimates table
     assert "Rates use hard predictions (score &gt; 0.5)." in html
 
 
@@ -639,3 +640,37 @@ def test_intersectional_block_shows_estimators_pair_and_smallest_cells() -> None
     assert "&lt;c&gt;" in html and "<c>" not in html
     eps = m.findings[0].estimate
     assert f"{eps:.4f}" in html
+
+
+def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
+    """The LiFT-suite and permutation-test blocks render from real method results."""
+    import numpy as np
+    import pandas as pd
+
+    from fairengine.audit import finalize_audit
+    from fairengine.dataset import AuditDataset
+    from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+    from fairengine.permutation import PermutationConfig, run_permutation_tests
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    frame = pd.DataFrame(
+        {"sex": rng.choice(["f", "m"], n), "race": rng.choice(["a", "b"], n), "y": 0}
+    )
+    frame["y"] = rng.binomial(1, 0.4, n)
+    frame["score"] = np.clip(rng.normal(0.3 + 0.3 * frame["y"], 0.2), 0, 1)
+    ds = AuditDataset.from_frame(
+        frame, ColumnRoles(label="y", protected=("sex", "race"), score="score"), threshold=0.5
+    )
+    gm = run_group_metrics(ds, GroupMetricsConfig())
+    pt = run_permutation_tests(ds, PermutationConfig(n_permutations=199))
+    html = render_report(
+        finalize_audit(config={}, dataset=ds.summary(), model={}, validation=None, methods=[gm, pt])
+    )
+    assert "could not draw" not in html
+    assert "Four-fifths rule" in html and "Total variation" in html
+    assert "Permutation distribution of the statistic" in html
+    test = pt.details["tests"][0]
+    assert f"{test['difference']:.4f}" in html
+    assert html.count("<svg") >= min(len(pt.details["tests"]), 12)

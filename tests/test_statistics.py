@@ -171,3 +171,58 @@ def test_multiplicity_ignores_nan_and_validates() -> None:
     assert np.isnan(out[1])
     with pytest.raises(ValueError, match="multiplicity method"):
         adjust_pvalues([0.1], "bonferonni")
+
+
+# ---------------------------------------------------------------- ratios (issue 3)
+def test_rate_ratio_katz_interval_and_four_fifths() -> None:
+    from fairengine.rate_gap import rate_ratios
+
+    # Katz et al. (1978): se(log RR) = sqrt((1-p1)/k1 + (1-p2)/k2)
+    k1, n1, k2, n2 = 30, 100, 45, 90
+    p = np.array([k1 / n1, k2 / n2])
+    var = p * (1 - p) / np.array([n1, n2])
+    r = rate_ratios(p, var, level=0.95)
+    se = np.sqrt((1 - p[0]) / k1 + (1 - p[1]) / k2)
+    z = stats.norm.ppf(0.975)
+    assert r.estimate[0] == pytest.approx(0.6)
+    assert r.low[0] == pytest.approx(0.6 * np.exp(-z * se))
+    assert r.high[0] == pytest.approx(0.6 * np.exp(z * se))
+    assert r.impact[0] == pytest.approx(0.6) and bool(r.four_fifths[0])
+    r2 = rate_ratios(np.array([0.5, 0.45]), np.array([1e-4, 1e-4]))
+    assert r2.impact[0] == pytest.approx(0.9) and not r2.four_fifths[0]
+    r0 = rate_ratios(np.array([0.0, 0.4]), np.array([0.0, 1e-3]))
+    assert r0.estimate[0] == 0.0 and np.isnan(r0.low[0]) and r0.four_fifths[0]
+
+
+@pytest.mark.parametrize("n1,n2,p1,p2", [(200, 200, 0.3, 0.25), (150, 300, 0.5, 0.4)])
+def test_rate_ratio_interval_exact_coverage(n1, n2, p1, p2) -> None:
+    """Exact coverage of the log-ratio interval, summed over every binomial outcome with
+    probability > 1e-10 (the rest has total mass < 1e-5; no Monte Carlo)."""
+    from fairengine.rate_gap import rate_ratios
+
+    k1, k2, prob = _binomial_grid(n1, n2, p1, p2)
+    keep = prob > 1e-10
+    assert prob[~keep].sum() < 1e-5
+    k1, k2, prob = k1[keep], k2[keep], prob[keep]
+    r1, r2 = k1 / n1, k2 / n2
+    cover = 0.0
+    rates = np.stack([r1, r2], axis=1)
+    var = rates * (1 - rates) / np.array([n1, n2])
+    for i in range(rates.shape[0]):  # one 2-group table per outcome
+        if k1[i] == 0 or k2[i] == 0:
+            continue
+        rr = rate_ratios(rates[i], var[i])
+        cover += prob[i] * (rr.low[0] <= p1 / p2 <= rr.high[0])
+    assert 0.935 <= cover <= 0.965, cover
+
+
+def test_round_half_up_is_java_math_round() -> None:
+    from fairengine.rate_gap import round_half_up
+
+    assert round_half_up(0.333333) == 0.33333
+    assert round_half_up(1 / 6) == 0.16667
+    assert round_half_up(0.5) == 0.5
+    # Python's round is half-to-even; Java's Math.round rounds halves up: 2.5 -> 3 at 0 digits
+    assert round_half_up(2.5, 0) == 3.0 and round(2.5) == 2
+    assert round_half_up(-2.5, 0) == -2.0  # floor(-2.5 + 0.5)
+    assert round_half_up(float("nan")) == 0.0

@@ -1,0 +1,50 @@
+"""Permutation tests of fairness that stay valid under the weak null (DiCiccio et al., KDD 2020).
+
+Public API:
+
+* :func:`permutation_test`, :class:`PermutationTestResult`, :func:`permutation_pvalue` — the
+  two-group test of a metric difference (studentized per permutation, un-studentized, or
+  LiFT-compatible; all-rows or within-outcome permutations).
+* :func:`correlation_permutation_test` — the studentized Pearson-correlation permutation test of
+  the paper's §4.1 (Table 1).
+* :func:`plan_sample_size`, :func:`minimum_detectable_difference`, :class:`SampleSizePlan` —
+  sample-size planning (§5.1).
+* :class:`PermutationConfig`, :func:`run_permutation_tests` — the audit method
+  (``methods.permutation_tests``).
+* Building blocks: :mod:`.metrics` (ratio metrics and closed-form variances), :mod:`.cell_draws`
+  (hypergeometric/multinomial draws over cells, random subsets of rows), :mod:`.auc` (batched AUC
+  with DeLong variance per permutation).
+"""
+
+from fairengine.permutation.config import PermutationConfig
+from fairengine.permutation.correlation import CorrelationTestResult, correlation_permutation_test
+from fairengine.permutation.method import run_permutation_tests
+from fairengine.permutation.metrics import BUILTIN_METRICS, RATIO_METRICS, canonical_metric
+from fairengine.permutation.sample_size import (
+    SampleSizePlan,
+    minimum_detectable_difference,
+    plan_sample_size,
+)
+from fairengine.permutation.two_group import (
+    CustomMetricError,
+    PermutationTestResult,
+    permutation_pvalue,
+    permutation_test,
+)
+
+__all__ = [
+    "BUILTIN_METRICS",
+    "RATIO_METRICS",
+    "CorrelationTestResult",
+    "CustomMetricError",
+    "PermutationConfig",
+    "PermutationTestResult",
+    "SampleSizePlan",
+    "canonical_metric",
+    "correlation_permutation_test",
+    "minimum_detectable_difference",
+    "permutation_pvalue",
+    "permutation_test",
+    "plan_sample_size",
+    "run_permutation_tests",
+]

@@ -1,0 +1,121 @@
+"""Configuration of the permutation tests (``methods.permutation_tests``).
+
+Every field has a documented default; :meth:`PermutationConfig.__post_init__` raises
+:class:`~fairengine.errors.ConfigError` naming the key path
+``methods.permutation_tests.<field>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairengine.errors import ConfigError
+from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
+from fairengine.permutation.metrics import ALIASES, BUILTIN_METRICS
+from fairengine.permutation.two_group import ALTERNATIVES, BACKENDS, SCHEMES, STUDENTIZATIONS
+
+WHERE = "methods.permutation_tests"
+
+
+@dataclass
+class PermutationConfig:
+    """Two-group permutation tests of metric differences for every pair of groups.
+
+    Fields
+    ------
+    enabled : run the method. Default ``True``.
+    metrics : metrics whose group differences are tested: ``positive_rate``, ``tpr``
+        (``recall``), ``fnr``, ``fpr``, ``tnr``, ``precision``, ``accuracy``, ``calibration``
+        (calibration-in-the-large, on the probabilities), ``auc`` (on the probabilities), or a
+        name from ``custom_metrics``. Default ``[positive_rate, tpr, fpr, auc]``.
+    attributes : protected attributes to test; ``None`` (default) = all.
+    n_permutations : permutations T per test. Default 1999 (p-values in steps of 1/2000).
+    alternative : ``two-sided`` (default), ``greater`` (metric of the first group of a pair
+        larger) or ``less``. Pairs are (a, b) in sorted group order.
+    studentize : ``per_permutation`` (default; DiCiccio et al.: each permuted difference divided
+        by its own standard error), ``none`` (un-studentized, for comparison only: invalid under
+        unequal base rates) or ``lift_compat`` (LiFT: pooled-bootstrap SD for the observed,
+        permutation SD for the permuted differences).
+    scheme : ``all_rows`` (default) or ``within_outcome`` (permute separately among positives
+        and negatives).
+    confidence_level : level of the effect-size intervals. Default 0.95.
+    alpha : level of the within-method family decisions shown in the details (the audit's own
+        decisions use the audit-level ``alpha`` and multiplicity). Default 0.05.
+    family_multiplicity : adjustment of this method's own family of tests, reported in the
+        details beside the raw p-values: ``holm`` (default), ``bh`` or ``none``.
+    n_bootstrap : bootstrap resamples per group per permutation for custom metrics (and for
+        LiFT's pooled bootstrap). Default 50.
+    min_group_size : pairs with a group below this many rows are skipped with a warning.
+        Default 10.
+    custom_metrics : ``{name: "package.module:function"}``; each function is
+        ``f(y, score, weights) -> float`` (score = probability). Default ``{}``.
+    backend : ``numpy`` (default) or ``torch`` (AUC permutations on ``device``).
+    device : torch device for ``backend: torch``: ``cuda``, ``cpu`` or ``None`` (default: CUDA
+        when available).
+    histogram_bins : bins of each permutation-distribution histogram in the details.
+        Default 30.
+    """
+
+    enabled: bool = True
+    metrics: list[str] = field(default_factory=lambda: ["positive_rate", "tpr", "fpr", "auc"])
+    attributes: list[str] | None = None
+    n_permutations: int = 1999
+    alternative: str = "two-sided"
+    studentize: str = "per_permutation"
+    scheme: str = "all_rows"
+    confidence_level: float = 0.95
+    alpha: float = 0.05
+    family_multiplicity: str = "holm"
+    n_bootstrap: int = 50
+    min_group_size: int = 10
+    custom_metrics: dict[str, Any] = field(default_factory=dict)
+    backend: str = "numpy"
+    device: str | None = None
+    histogram_bins: int = 30
+
+    def __post_init__(self) -> None:
+        def err(key: str, msg: str) -> ConfigError:
+            return ConfigError(f"{WHERE}.{key} {msg}")
+
+        if not isinstance(self.metrics, list) or not self.metrics:
+            raise err("metrics", f"must be a non-empty list, got {self.metrics!r}")
+        if not isinstance(self.custom_metrics, dict):
+            raise err("custom_metrics", "must be a mapping {name: 'module:function'}")
+        for name, target in self.custom_metrics.items():
+            if not isinstance(target, str) or ":" not in target:
+                raise err(
+                    f"custom_metrics.{name}",
+                    f"must be an import path 'package.module:function', got {target!r}",
+                )
+            if name in BUILTIN_METRICS or name in ALIASES:
+                raise err(f"custom_metrics.{name}", "shadows a built-in metric; rename it")
+        known = [*BUILTIN_METRICS, *ALIASES, *self.custom_metrics]
+        for m in self.metrics:
+            if m not in known:
+                raise err("metrics", f"has unknown metric {m!r}; known: {known}")
+        if len(set(self.metrics)) != len(self.metrics):
+            raise err("metrics", f"lists a metric twice: {self.metrics}")
+        if isinstance(self.n_permutations, bool) or int(self.n_permutations) < 1:
+            raise err("n_permutations", f"must be an integer >= 1, got {self.n_permutations!r}")
+        for key, value, allowed in (
+            ("alternative", self.alternative, ALTERNATIVES),
+            ("studentize", self.studentize, STUDENTIZATIONS),
+            ("scheme", self.scheme, SCHEMES),
+            ("family_multiplicity", self.family_multiplicity, MULTIPLICITY_METHODS),
+            ("backend", self.backend, BACKENDS),
+        ):
+            if value not in allowed:
+                raise err(key, f"must be one of {list(allowed)}, got {value!r}")
+        for key in ("confidence_level", "alpha"):
+            v = getattr(self, key)
+            if not 0 < v < 1:
+                raise err(key, f"must lie in (0, 1), got {v!r}")
+        if self.n_bootstrap < 2:
+            raise err("n_bootstrap", f"must be >= 2, got {self.n_bootstrap}")
+        if self.min_group_size < 2:
+            raise err("min_group_size", f"must be >= 2, got {self.min_group_size}")
+        if self.histogram_bins < 1:
+            raise err("histogram_bins", f"must be >= 1, got {self.histogram_bins}")
+        if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise err("device", f"must be 'cpu', 'cuda' or null, got {self.device!r}")

@@ -1,0 +1,238 @@
+"""The audit method ``permutation_tests``: every pair of groups of every protected attribute,
+for every configured metric, tested by :func:`~fairengine.permutation.permutation_test`.
+
+Findings are keyed ``perm_<metric>.<attribute>.<a>_<b>`` (a before b in sorted group order;
+estimate = metric(a) − metric(b)); their raw p-values are adjusted across the whole audit by
+:mod:`fairengine.audit`. The details also carry this method's own family — raw and adjusted
+p-values (``family_multiplicity``) and decisions at ``alpha`` — and, per test, the permutation
+histogram, the Monte-Carlo error of the p-value and its Wilson interval.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fairengine.dataset import AuditDataset
+from fairengine.errors import ConfigError, DataContractError
+from fairengine.multiplicity import adjust_pvalues
+from fairengine.parity import metric_token
+from fairengine.permutation.config import WHERE, PermutationConfig
+from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
+from fairengine.permutation.two_group import permutation_test
+from fairengine.results import Finding, Interval, MethodResult
+
+METHOD = "permutation_tests"
+TITLE = "Permutation tests of metric differences (studentized)"
+
+_LABELS = {**{k: m.label for k, m in RATIO_METRICS.items()}, "auc": "AUC"}
+_STUDENTIZE_WORDS = {
+    "per_permutation": "studentized permutation test",
+    "none": "un-studentized permutation test",
+    "lift_compat": "LiFT-style permutation test",
+}
+
+
+def load_custom_metric(name: str, target: str) -> Callable[..., float]:
+    """Import ``package.module:function`` for custom metric ``name`` (ConfigError if absent)."""
+    module_name, _, attr = target.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"{WHERE}.custom_metrics.{name}: cannot import {target!r} ({exc})"
+        ) from None
+    if not callable(obj):
+        raise ConfigError(f"{WHERE}.custom_metrics.{name}: {target!r} is not callable")
+    return obj
+
+
+def _null_words(metric: str, a: str, b: str, alternative: str) -> str:
+    rel = {"two-sided": "=", "greater": "≤", "less": "≥"}[alternative]
+    return f"{metric}({a}) {rel} {metric}({b})"
+
+
+def run_permutation_tests(
+    dataset: AuditDataset, config: PermutationConfig, *, seed: int = 0
+) -> MethodResult:
+    """Run the configured permutation tests on ``dataset`` (see module docstring).
+
+    Test number i (in attribute, metric, pair order) draws from
+    ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, so runs are reproducible. A test that
+    cannot be run (a group below ``min_group_size``, a metric undefined in a group, a custom
+    metric that raises, AUC with sample weights) is skipped with a warning and reported in the
+    details.
+    """
+    start = time.perf_counter()
+    if not config.enabled:
+        return MethodResult(
+            method=METHOD, title=TITLE, status="not_run", reason="disabled in the configuration"
+        )
+    prediction = dataset.require_scores("permutation tests")
+    probability = dataset.probability
+    attrs = list(dataset.groups) if config.attributes is None else list(config.attributes)
+    unknown = [a for a in attrs if a not in dataset.groups]
+    if unknown:
+        raise ConfigError(
+            f"{WHERE}.attributes {unknown} are not protected attributes of the dataset "
+            f"({list(dataset.groups)})"
+        )
+    customs = {n: load_custom_metric(n, t) for n, t in config.custom_metrics.items()}
+    y = dataset.label
+    w = dataset.weights
+    findings: list[Finding] = []
+    warnings: list[str] = []
+    tests: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    test_index = 0
+    for attr in attrs:
+        enc = dataset.groups[attr]
+        cats = enc.categories
+        for metric_name in config.metrics:
+            metric_key = ALIASES.get(metric_name, metric_name)
+            metric: Any = customs.get(metric_name, metric_key)
+            human = _LABELS.get(metric_key, metric_name)
+            for a in range(len(cats)):
+                for b in range(a + 1, len(cats)):
+                    ss = np.random.SeedSequence(seed, spawn_key=(test_index,))
+                    test_index += 1
+                    rows = (enc.codes == a) | (enc.codes == b)
+                    key = (
+                        f"perm_{metric_token(metric_name)}.{metric_token(attr)}."
+                        f"{metric_token(cats[a])}_{metric_token(cats[b])}"
+                    )
+                    where = {
+                        "attribute": attr,
+                        "group_a": cats[a],
+                        "group_b": cats[b],
+                        "metric": metric_name,
+                        "key": key,
+                    }
+                    if metric_key == "auc" and w is not None:
+                        msg = (
+                            f"{key}: skipped, the AUC permutation test does not support "
+                            "sample weights"
+                        )
+                        warnings.append(msg)
+                        skipped.append({**where, "reason": msg})
+                        continue
+                    try:
+                        res = permutation_test(
+                            y[rows],
+                            prediction[rows],
+                            enc.codes[rows] == a,
+                            metric=metric,
+                            probability=None if probability is None else probability[rows],
+                            weights=None if w is None else w[rows],
+                            n_permutations=int(config.n_permutations),
+                            alternative=config.alternative,
+                            studentize=config.studentize,
+                            scheme=config.scheme,
+                            confidence_level=config.confidence_level,
+                            n_bootstrap=int(config.n_bootstrap),
+                            min_group_size=int(config.min_group_size),
+                            seed=np.random.default_rng(ss),
+                            backend=config.backend,
+                            device=config.device,
+                            group_names=(f"{attr}={cats[a]}", f"{attr}={cats[b]}"),
+                        )
+                    except DataContractError as exc:
+                        msg = f"{key}: not tested: {exc}"
+                        warnings.append(msg)
+                        skipped.append({**where, "reason": str(exc)})
+                        continue
+                    if not np.isfinite(res.pvalue):
+                        msg = (
+                            f"{key}: not tested: the observed statistic is undefined "
+                            "(zero bootstrap standard deviation)"
+                        )
+                        warnings.append(msg)
+                        skipped.append({**where, "reason": msg})
+                        continue
+                    ci = res.confidence_interval()
+                    findings.append(
+                        Finding(
+                            key=key,
+                            label=f"{human} difference, {attr}: {cats[a]} − {cats[b]}",
+                            estimate=res.difference,
+                            interval=Interval(ci.low, ci.high, ci.level, ci.method),
+                            pvalue=res.pvalue,
+                            null_hypothesis=_null_words(
+                                metric_name, cats[a], cats[b], config.alternative
+                            ),
+                            reading=(
+                                f"{human} of {attr}={cats[a]} minus {attr}={cats[b]} is "
+                                f"{res.difference:+.4f} ({res.value_a:.4f} vs {res.value_b:.4f}; "
+                                f"{config.confidence_level:.0%} CI {ci.low:+.4f} to "
+                                f"{ci.high:+.4f}); {_STUDENTIZE_WORDS[config.studentize]} "
+                                f"p={res.pvalue:.4g} (Monte-Carlo ±{res.pvalue_se:.2g}, "
+                                f"{res.n_permutations} permutations)."
+                            ),
+                        )
+                    )
+                    if res.n_undefined:
+                        warnings.append(
+                            f"{key}: {res.n_undefined} of {res.n_permutations} permuted "
+                            "statistics were undefined (a pseudo-group without the rows the "
+                            "metric conditions on) and were counted as extreme (conservative)"
+                        )
+                    tests.append(
+                        {
+                            **where,
+                            **res.to_dict(histogram_bins=config.histogram_bins),
+                            "pvalue_interval_level": 0.95,
+                        }
+                    )
+    raw = [t["pvalue"] for t in tests]
+    adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
+    for t, p in zip(tests, adjusted, strict=True):
+        t["pvalue_adjusted_family"] = float(p)
+        t["decision_family"] = "reject" if p <= config.alpha else "fail_to_reject"
+    details = {
+        "prediction": dataset.prediction_mode,
+        "threshold": dataset.threshold,
+        "studentize": config.studentize,
+        "scheme": config.scheme,
+        "alternative": config.alternative,
+        "family": {
+            "multiplicity": config.family_multiplicity,
+            "alpha": config.alpha,
+            "keys": [t["key"] for t in tests],
+            "raw_pvalues": raw,
+            "adjusted_pvalues": [float(p) for p in adjusted],
+            "n_rejected": int(sum(t["decision_family"] == "reject" for t in tests)),
+        },
+        "tests": tests,
+        "skipped": skipped,
+    }
+    return MethodResult(
+        method=METHOD,
+        title=TITLE,
+        parameters={
+            "metrics": list(config.metrics),
+            "attributes": attrs,
+            "n_permutations": int(config.n_permutations),
+            "alternative": config.alternative,
+            "studentize": config.studentize,
+            "scheme": config.scheme,
+            "confidence_level": config.confidence_level,
+            "alpha": config.alpha,
+            "family_multiplicity": config.family_multiplicity,
+            "n_bootstrap": int(config.n_bootstrap),
+            "min_group_size": int(config.min_group_size),
+            "custom_metrics": dict(config.custom_metrics),
+            "backend": config.backend,
+            "device": config.device,
+            "seed": seed,
+            "prediction": dataset.prediction_mode,
+            "threshold": dataset.threshold,
+        },
+        findings=findings,
+        details=details,
+        warnings=warnings,
+        seconds=time.perf_counter() - start,
+    )
