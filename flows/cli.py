@@ -100,6 +100,42 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 1 when the verdict is 'fail' (for CI gates)",
     )
+    plan = sub.add_parser(
+        "sample-size",
+        help="rows an audit needs to detect a given difference in a metric between two groups",
+        description="Sample-size planning for the studentized permutation test (normal "
+        "approximation, DiCiccio et al. 2020 §5.1): the rows needed in total and per group to "
+        "detect rate_a - rate_b at level alpha with the given power. For rates that condition "
+        "on a label (tpr, fnr: positives; fpr, tnr: negatives; precision: predicted positives) "
+        "give each group's base rate; for auc, the prevalence.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plan.add_argument(
+        "--metric",
+        required=True,
+        help="tpr, fnr, fpr, tnr, precision, positive_rate, accuracy or auc",
+    )
+    plan.add_argument("--rate-a", type=float, required=True, help="the metric in group A")
+    plan.add_argument("--rate-b", type=float, required=True, help="the metric in group B")
+    plan.add_argument(
+        "--base-rate-a",
+        type=float,
+        default=None,
+        help="share of group A's rows the metric conditions on (e.g. P(y=1) for tpr)",
+    )
+    plan.add_argument("--base-rate-b", type=float, default=None, help="the same for group B")
+    plan.add_argument(
+        "--share-a", type=float, default=0.5, help="fraction of rows in group A (default 0.5)"
+    )
+    plan.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    plan.add_argument("--power", type=float, default=0.8, help="desired power (0.8)")
+    plan.add_argument(
+        "--alternative",
+        default="two-sided",
+        choices=["two-sided", "greater", "less"],
+        help="alternative hypothesis (default two-sided)",
+    )
+
     log = sub.add_parser(
         "log",
         help="log a finished audit's audit.json and report.html to MLflow (e.g. after the "
@@ -142,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             return _demo(args)
         if args.command == "log":
             return _log(args)
+        if args.command == "sample-size":
+            return _sample_size(args)
         return _audit(args)
     except ResultLoggingError as exc:
         print(f"fairengine: error: {exc}", file=sys.stderr)
@@ -178,6 +216,24 @@ def _audit(args: argparse.Namespace) -> int:
     run = _run_flow(raw, str(cfg_path.parent.resolve()))
     _print_outcome(run)
     return 1 if args.fail_on_disparity and run.result.verdict.status == "fail" else 0
+
+
+def _sample_size(args: argparse.Namespace) -> int:
+    from fairengine.permutation import plan_sample_size
+
+    plan = plan_sample_size(
+        args.metric,
+        args.rate_a,
+        args.rate_b,
+        base_rate_a=args.base_rate_a,
+        base_rate_b=args.base_rate_b,
+        share_a=args.share_a,
+        alpha=args.alpha,
+        power=args.power,
+        alternative=args.alternative,
+    )
+    print(plan.summary())
+    return 0
 
 
 def _log(args: argparse.Namespace) -> int:

@@ -101,3 +101,15 @@ def test_demo_end_to_end_with_default_local_store(tmp_path: Path) -> None:
     again = cli("audit", "--config", str(home / "demo" / "audit.yaml"), "--no-mlflow", env=env)
     assert again.returncode == 0, again.stderr
     assert "Verdict: FAIL" in again.stdout and "MLflow run" not in again.stdout
+
+
+def test_sample_size_command_prints_the_plan_and_rejects_bad_input() -> None:
+    from fairengine.permutation import plan_sample_size
+
+    args = ("--metric", "tpr", "--rate-a", "0.8", "--rate-b", "0.7")
+    ok = cli("sample-size", *args, "--base-rate-a", "0.3", "--base-rate-b", "0.4")
+    assert ok.returncode == 0, ok.stderr
+    plan = plan_sample_size("tpr", 0.8, 0.7, base_rate_a=0.3, base_rate_b=0.4)
+    assert f"{plan.n_total:,} rows" in ok.stdout
+    bad = cli("sample-size", *args, "--base-rate-a", "1.5", "--base-rate-b", "0.4")
+    assert bad.returncode == 2 and "base_rate_a" in bad.stderr
