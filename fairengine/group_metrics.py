@@ -60,8 +60,8 @@ from fairengine.group_table import GroupTable
 from fairengine.inequality import AGGREGATE_METRICS, TOKENS, aggregate, aggregate_name
 from fairengine.intersection import DEFAULT_MAX_CELLS, intersect_groups
 from fairengine.intervals import wald_interval, wilson_interval
+from fairengine.parity import comparison_rows, metric_token, pair_comparisons
 from fairengine.parity import group_rates as parity_rates
-from fairengine.parity import metric_token, pair_comparisons
 from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
 from fairengine.results import Finding, Interval, MethodResult
 
@@ -645,27 +645,7 @@ def _base_rate_pairs(
     gaps = rate_gaps(
         base["estimate"], base["variance"], base["n"], tolerance=0.0, level=level, binomial=False
     )
-    ratios = rate_ratios(base["estimate"], base["variance"], level=level)
-    rounded = round_half_up(base["estimate"])
-    rows = []
-    for k, (a, b) in enumerate(gaps.pairs):
-        row = {
-            "a": cats[a],
-            "b": cats[b],
-            "gap": float(gaps.estimate[k]),
-            "abs_gap": float(abs(gaps.estimate[k])),
-            "gap_low": float(gaps.low[k]),
-            "gap_high": float(gaps.high[k]),
-            "ratio": float(ratios.estimate[k]),
-            "ratio_low": float(ratios.low[k]),
-            "ratio_high": float(ratios.high[k]),
-            "impact_ratio": float(ratios.impact[k]),
-            "four_fifths_violated": bool(ratios.four_fifths[k]),
-        }
-        if compat:
-            row["lift_gap"] = float(round_half_up(abs(rounded[a] - rounded[b])))
-        rows.append(row)
-    return rows
+    return comparison_rows(cats, base, gaps, level, compat)
 
 
 def _impact_finding(

@@ -26,7 +26,7 @@ from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
+from fairengine.rate_gap import RateGaps, rate_gaps, rate_ratios, round_half_up
 from fairengine.results import Finding, Interval, MethodResult
 
 METHOD = "group_parity"
@@ -78,6 +78,50 @@ def group_rates(
     return out
 
 
+def comparison_rows(
+    cats: tuple[str, ...],
+    rate: dict[str, np.ndarray],
+    gaps: RateGaps,
+    level: float,
+    lift_compat: bool,
+    *,
+    skip: np.ndarray | None = None,
+    pvalues: bool = False,
+) -> list[dict[str, Any]]:
+    """JSON-ready rows for every pair (a, b) of ``gaps.pairs``: the signed and absolute gap
+    with its interval (and tolerance p-value when ``pvalues``), the ratio r_a/r_b with its log
+    interval, the disparate-impact ratio min/max and the four-fifths flag; with
+    ``lift_compat`` also LiFT's gap of rates rounded half-up first. Pairs with a group flagged
+    in ``skip`` are left out."""
+    ratios = rate_ratios(rate["estimate"], rate["variance"], level=level)
+    rounded = round_half_up(rate["estimate"])
+    rows = []
+    for k, (a, b) in enumerate(gaps.pairs):
+        if skip is not None and (skip[a] or skip[b]):
+            continue
+        row: dict[str, Any] = {
+            "a": cats[a],
+            "b": cats[b],
+            "gap": float(gaps.estimate[k]),
+            "abs_gap": float(abs(gaps.estimate[k])),
+            "gap_low": float(gaps.low[k]),
+            "gap_high": float(gaps.high[k]),
+        }
+        if pvalues:
+            row["pvalue"] = float(gaps.pvalue[k])
+        row.update(
+            ratio=float(ratios.estimate[k]),
+            ratio_low=float(ratios.low[k]),
+            ratio_high=float(ratios.high[k]),
+            impact_ratio=float(ratios.impact[k]),
+            four_fifths_violated=bool(ratios.four_fifths[k]),
+        )
+        if lift_compat:
+            row["lift_gap"] = float(round_half_up(abs(rounded[a] - rounded[b])))
+        rows.append(row)
+    return rows
+
+
 def pair_comparisons(
     moments: GroupLabelMoments,
     level: float = 0.95,
@@ -108,29 +152,8 @@ def pair_comparisons(
             level=level,
             binomial=binomial,
         )
-        ratios = rate_ratios(r["estimate"], r["variance"], level=level)
-        rounded = round_half_up(r["estimate"])
-        rows = []
-        for k, (a, b) in enumerate(gaps.pairs):
-            if lift_compat and (r["n"][a] == 0 or r["n"][b] == 0):
-                continue
-            row = {
-                "a": cats[a],
-                "b": cats[b],
-                "gap": float(gaps.estimate[k]),
-                "abs_gap": float(abs(gaps.estimate[k])),
-                "gap_low": float(gaps.low[k]),
-                "gap_high": float(gaps.high[k]),
-                "pvalue": float(gaps.pvalue[k]),
-                "ratio": float(ratios.estimate[k]),
-                "ratio_low": float(ratios.low[k]),
-                "ratio_high": float(ratios.high[k]),
-                "impact_ratio": float(ratios.impact[k]),
-                "four_fifths_violated": bool(ratios.four_fifths[k]),
-            }
-            if lift_compat:
-                row["lift_gap"] = float(round_half_up(abs(rounded[a] - rounded[b])))
-            rows.append(row)
+        skip = (r["n"] == 0) if lift_compat else None
+        rows = comparison_rows(cats, r, gaps, level, lift_compat, skip=skip, pvalues=True)
         out[name] = rows
     return out
 
