@@ -113,6 +113,7 @@ class MlflowConfig:
     tracking_uri: str | None = None
     experiment: str = "fairengine-audits"
     tag_model_version: bool = True
+    approve_alias: str | None = None
 
 
 @dataclass

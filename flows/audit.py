@@ -83,10 +83,15 @@ def assemble_audit(**kwargs: Any) -> AuditResult:
 
 
 @flow(name="fairness-audit", log_prints=True)
-def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
+def audit_flow(
+    config: dict[str, Any],
+    base_dir: str | None = None,
+    run_tags: dict[str, str] | None = None,
+) -> AuditRun:
     """Audit a model (or scores in the data) as described by ``config`` (an audit YAML as a dict).
 
-    ``base_dir`` resolves a relative ``data.path`` (the CLI passes the config file's folder).
+    ``base_dir`` resolves a relative ``data.path`` (the CLI passes the config file's folder);
+    ``run_tags`` are set on the MLflow run when it is created (e.g. what triggered the audit).
     """
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     logger = get_run_logger()
@@ -158,7 +163,13 @@ def audit_flow(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
     if cfg.mlflow.enabled:
         try:
             mlflow_info = log_to_mlflow(
-                result, html, tracking_uri, cfg.mlflow.experiment, cfg.mlflow.tag_model_version
+                result,
+                html,
+                tracking_uri,
+                cfg.mlflow.experiment,
+                cfg.mlflow.tag_model_version,
+                approve_alias=cfg.mlflow.approve_alias,
+                run_tags=run_tags,
             )
         except Exception as exc:
             raise ResultLoggingError(

@@ -50,8 +50,16 @@ def log_audit(
     tracking_uri: str,
     experiment: str,
     tag_model_version: bool = True,
+    approve_alias: str | None = None,
+    run_tags: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Create the audit run and log everything; returns run id, experiment id and artifact URI."""
+    """Create the audit run and log everything; returns run id, experiment id and artifact URI.
+
+    The audited model version (when there is one) is tagged ``fairengine.verdict``,
+    ``fairengine.audit_run_id``, ``fairengine.audit_id`` and ``fairengine.report_uri``; with
+    ``approve_alias`` and a ``pass`` verdict the alias is moved to that version. ``run_tags``
+    are added to the run when it is created (e.g. what triggered the audit).
+    """
     import mlflow
     from mlflow import MlflowClient
 
@@ -62,6 +70,7 @@ def log_audit(
         "fairengine.audit_id": result.audit_id,
         "fairengine.verdict": result.verdict.status,
         "fairengine.kind": "audit",
+        **(run_tags or {}),
     }
     if model.get("name"):
         tags["fairengine.model_name"] = str(model["name"])
@@ -92,17 +101,22 @@ def log_audit(
     except Exception:
         client.set_terminated(run_id, "FAILED")
         raise
-    if tag_model_version and model.get("name") and model.get("version"):
+    artifact_uri = client.get_run(run_id).info.artifact_uri
+    name, version = model.get("name"), model.get("version")
+    if tag_model_version and name and version:
         for key, value in {
             "fairengine.verdict": result.verdict.status,
             "fairengine.audit_run_id": run_id,
             "fairengine.audit_id": result.audit_id,
+            "fairengine.report_uri": f"{artifact_uri}/audit/report.html",
         }.items():
-            client.set_model_version_tag(model["name"], str(model["version"]), key, value)
+            client.set_model_version_tag(name, str(version), key, value)
+    if approve_alias and name and version and result.verdict.status == "pass":
+        client.set_registered_model_alias(name, approve_alias, str(version))
     return {
         "run_id": run_id,
         "experiment_id": exp_id,
-        "artifact_uri": client.get_run(run_id).info.artifact_uri,
+        "artifact_uri": artifact_uri,
         "tracking_uri": tracking_uri,
     }
 
@@ -114,6 +128,8 @@ def log_to_mlflow(
     tracking_uri: str,
     experiment: str,
     tag_model_version: bool = True,
+    approve_alias: str | None = None,
+    run_tags: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Prefect task around :func:`log_audit` (retried: the store may be a remote server)."""
     info = log_audit(
@@ -122,6 +138,8 @@ def log_to_mlflow(
         tracking_uri=tracking_uri,
         experiment=experiment,
         tag_model_version=tag_model_version,
+        approve_alias=approve_alias,
+        run_tags=run_tags,
     )
     get_run_logger().info("Logged audit to MLflow run %s (%s)", info["run_id"], tracking_uri)
     return info

@@ -141,7 +141,13 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
     df.to_parquet(data, index=False)
 
     for uri in (f"models:/credit-scorer/{version}", "models:/credit-scorer@champion"):
-        cfg = config_for(data, tmp_path / "out", "t-model", model={"uri": uri})
+        cfg = config_for(
+            data,
+            tmp_path / "out",
+            "t-model",
+            model={"uri": uri},
+            mlflow={"experiment": "t-model", "approve_alias": "fair-approved"},
+        )
         cfg["columns"] = {"label": "y", "protected": ["sex", "race"], "features": ["x1", "x2"]}
         run = audit_flow(cfg)
         assert run.result.model["name"] == "credit-scorer"
@@ -161,6 +167,10 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
     mv = client.get_model_version("credit-scorer", version)
     assert mv.tags["fairengine.verdict"] == run.result.verdict.status
     assert mv.tags["fairengine.audit_run_id"] == run.mlflow["run_id"]
+    assert mv.tags["fairengine.report_uri"] == f"{run.mlflow['artifact_uri']}/audit/report.html"
+    # the approval alias moves to the version only when the audit passes
+    aliases = client.get_registered_model("credit-scorer").aliases
+    assert ("fair-approved" in aliases) == (run.result.verdict.status == "pass")
     assert client.get_run(run.mlflow["run_id"]).data.tags["fairengine.model_version"] == version
 
 
@@ -221,7 +231,11 @@ def test_failed_optional_method_is_reported_and_audit_completes(
     monkeypatch.setattr(tasks.group_metrics, "group_parity", boom)
     data = tmp_path / "d.csv"
     scored_frame().to_csv(data, index=False)
-    run = audit_flow(config_for(data, tmp_path / "out", "t-failed"))
+    only_parity = {  # no other method's rejection may mask the "incomplete" verdict
+        name: {"enabled": False}
+        for name in ("group_metrics", "permutation_tests", "intersectional")
+    }
+    run = audit_flow(config_for(data, tmp_path / "out", "t-failed", methods=only_parity))
     m = run.result.method("group_parity")
     assert m.status == "failed" and "simulated failure" in m.reason
     assert run.result.verdict.status == "incomplete"
@@ -307,3 +321,48 @@ def test_mlflow_down_keeps_local_results_and_fairengine_log_records_them_later(
         Path(client.download_artifacts(run_id, "audit/audit.json", str(tmp_path))).read_text()
     )
     assert logged == json.loads(saved.read_text())
+
+
+def test_passing_audit_moves_the_approval_alias_and_tags_the_version(
+    tmp_path: Path, client
+) -> None:
+    """``mlflow.approve_alias``: a ``pass`` verdict moves the alias to the audited version."""
+    import mlflow
+    from sklearn.dummy import DummyClassifier
+
+    from fairengine.audit import finalize_audit
+    from tasks.mlflow_log import log_audit
+    from tasks.settings import default_tracking_uri
+
+    uri = default_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    exp_id = client.create_experiment("train-pass", artifact_location=(tmp_path / "a").as_uri())
+    X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]})
+    with mlflow.start_run(experiment_id=exp_id):
+        info = mlflow.sklearn.log_model(
+            DummyClassifier().fit(X, [0, 1, 0, 1]),
+            name="model",
+            registered_model_name="approved-model",
+            pip_requirements=["scikit-learn"],
+        )
+    version = str(info.registered_model_version)
+    result = finalize_audit(
+        config={},
+        dataset={"name": "d"},
+        model={"name": "approved-model", "version": version},
+        validation=None,
+        methods=[],
+    )
+    assert result.verdict.status == "pass"
+    out = log_audit(
+        result,
+        "<html></html>",
+        tracking_uri=uri,
+        experiment="t-approve",
+        approve_alias="fair-approved",
+        run_tags={"fairengine.trigger": "test"},
+    )
+    mv = client.get_model_version_by_alias("approved-model", "fair-approved")
+    assert str(mv.version) == version and mv.tags["fairengine.verdict"] == "pass"
+    assert client.get_run(out["run_id"]).data.tags["fairengine.trigger"] == "test"
