@@ -1,0 +1,59 @@
+"""Individual fairness test of Maity, Xue, Yurochkin & Sun (ICLR 2021).
+
+Fair metrics (sensitive subspace, SVD, FACE, EXPLORE, user Mahalanobis / discounted
+directions), the gradient-flow attack (Algorithm 1, batched in torch), the mean loss-ratio and
+error-rate-ratio tests, model adapters (torch modules, sklearn LogisticRegression / MLPClassifier
+/ Pipelines converted to torch, black boxes) and the audit entry point
+:func:`run_individual_fairness`.
+"""
+
+from fairengine.individual.config import IndividualConfig
+from fairengine.individual.fair_metric import (
+    DiscountedDirectionsMetric,
+    EXPLOREMetric,
+    FACEMetric,
+    MahalanobisMetric,
+    SensitiveSubspaceMetric,
+    SVDSensitiveSubspaceMetric,
+    explore_pairs,
+)
+from fairengine.individual.gradient_flow import FlowResult, gradient_flow, project_simplex
+from fairengine.individual.loss_ratio_test import (
+    ErrorRateRatioResult,
+    LossRatioResult,
+    error_rate_ratio_test,
+    loss_ratio_test,
+)
+from fairengine.individual.method import METHOD, run_individual_fairness
+from fairengine.individual.torch_models import (
+    BlackBoxClassifier,
+    ModelAdapter,
+    TorchClassifier,
+    as_differentiable_model,
+    sklearn_to_torch,
+)
+
+__all__ = [
+    "METHOD",
+    "BlackBoxClassifier",
+    "DiscountedDirectionsMetric",
+    "EXPLOREMetric",
+    "ErrorRateRatioResult",
+    "FACEMetric",
+    "FlowResult",
+    "IndividualConfig",
+    "LossRatioResult",
+    "MahalanobisMetric",
+    "ModelAdapter",
+    "SVDSensitiveSubspaceMetric",
+    "SensitiveSubspaceMetric",
+    "TorchClassifier",
+    "as_differentiable_model",
+    "error_rate_ratio_test",
+    "explore_pairs",
+    "gradient_flow",
+    "loss_ratio_test",
+    "project_simplex",
+    "run_individual_fairness",
+    "sklearn_to_torch",
+]
