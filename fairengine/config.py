@@ -31,7 +31,9 @@ from typing import Any
 import yaml
 
 from fairengine.errors import ConfigError
+from fairengine.fliptest.config import FlipTestConfig
 from fairengine.group_metrics import GroupMetricsConfig
+from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
@@ -91,6 +93,8 @@ class MethodsConfig:
     group_metrics: GroupMetricsConfig = field(default_factory=GroupMetricsConfig)
     permutation_tests: PermutationConfig = field(default_factory=PermutationConfig)
     intersectional: IntersectionalConfig = field(default_factory=IntersectionalConfig)
+    fliptest: FlipTestConfig = field(default_factory=FlipTestConfig)
+    individual_fairness: IndividualConfig = field(default_factory=IndividualConfig)
 
 
 @dataclass

@@ -98,7 +98,17 @@ def prepare_demo(
         "score_type": "probability",
         "threshold": 0.5,
         "validation": {"min_group_size": 30},
-        "methods": {"group_parity": {"tolerance": 0.05, "confidence_level": 0.95}},
+        "methods": {
+            "group_parity": {"tolerance": 0.05, "confidence_level": 0.95},
+            # FlipTest on its own paper's data; refits are the cost, kept moderate here
+            "fliptest": {
+                "enabled": True,
+                "max_per_group": 1000,
+                "n_permutations": 39,
+                "n_selfmap": 19,
+                "n_bootstrap": 19,
+            },
+        },
         "alpha": 0.05,
         "multiplicity": "holm",
         "seed": seed,

@@ -64,6 +64,18 @@ METHOD_STEPS: tuple[MethodStep, ...] = (
         "Intersectional differential fairness",
         "tasks.intersectional:intersectional_task",
     ),
+    MethodStep(
+        "fliptest",
+        "FlipTest (optimal-transport flipsets)",
+        "tasks.fliptest:fliptest_task",
+        model_arg="predict_proba",
+    ),
+    MethodStep(
+        "individual_fairness",
+        "Individual fairness (Maity et al. gradient-flow test)",
+        "tasks.individual:individual_fairness_task",
+        model_arg="model",
+    ),
 )
 """Every method of an audit, in report order."""
 

@@ -267,11 +267,18 @@ def interval_forest_svg(
     return _figure_svg(fig, salt=f"fairengine-{salt}")
 
 
-def null_histogram_svg(title: str, edges: list[Any], counts: list[Any], observed: Any) -> str:
-    """The permutation distribution as a histogram with the observed statistic marked.
+def null_histogram_svg(
+    title: str,
+    edges: list[Any],
+    counts: list[Any],
+    observed: Any,
+    marker_label: str = "observed",
+) -> str:
+    """A histogram (e.g. a permutation distribution) with one value marked (the observed
+    statistic, a tolerance δ, …) and labelled ``marker_label``.
 
-    ``edges`` has one more entry than ``counts``. An observed value outside the histogram's
-    range is drawn at the nearer edge with an arrow and its value, so it is never lost.
+    ``edges`` has one more entry than ``counts``. A marked value outside the histogram's range
+    is drawn at the nearer edge with an arrow and its value, so it is never lost.
     """
     e = [as_float(x) for x in edges]
     c = [as_float(x) for x in counts]
@@ -296,7 +303,8 @@ def null_histogram_svg(title: str, edges: list[Any], counts: list[Any], observed
             inside = lo <= obs <= hi
             x = obs if inside else (hi if obs > hi else lo)
             ax.axvline(x, color="#a4502a", linewidth=1.6)
-            label = f"observed {obs:.3g}" + ("" if inside else (" →" if obs > hi else " ←"))
+            arrow = "" if inside else (" →" if obs > hi else " ←")
+            label = f"{marker_label} {obs:.3g}{arrow}"
             ax.text(
                 x,
                 max(c) * 0.95 if max(c) > 0 else 1,
@@ -315,3 +323,55 @@ def null_histogram_svg(title: str, edges: list[Any], counts: list[Any], observed
     ax.set_title(plot_label(title, 60), fontsize=8.5, loc="left", parse_math=False)
     fig.tight_layout(pad=0.4)
     return _figure_svg(fig, salt=f"fairengine-null-{title}")
+
+
+def curve_svg(
+    title: str,
+    x: list[Any],
+    series: list[dict[str, Any]],
+    *,
+    xlabel: str = "",
+    hline: float | None = None,
+    hline_label: str = "",
+) -> str:
+    """Lines over a common x (``series`` items: ``{"name", "color", "values"}``), with an
+    optional horizontal reference line (e.g. the tolerance δ)."""
+    xs = [as_float(v) for v in x]
+    fig = Figure(figsize=(4.2, 2.2), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    for s in series:
+        ax.plot(
+            xs,
+            [as_float(v) for v in s["values"]],
+            color=s["color"],
+            linewidth=1.6,
+            marker="o",
+            markersize=2.5,
+            label=str(s["name"]),
+        )
+    if hline is not None:
+        ax.axhline(hline, color="#6b7280", linestyle="--", linewidth=1)
+        if hline_label:
+            ax.text(
+                xs[0] if xs else 0,
+                hline,
+                f" {hline_label}",
+                fontsize=7,
+                va="bottom",
+                color="#6b7280",
+                parse_math=False,
+            )
+    ax.tick_params(axis="both", labelsize=7, colors="#374151")
+    ax.grid(color="#e5e7eb", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if xlabel:
+        ax.set_xlabel(xlabel, fontsize=7.5, parse_math=False)
+    if len(series) > 1:
+        ax.legend(fontsize=7, frameon=False)
+    ax.set_title(plot_label(title, 60), fontsize=8.5, loc="left", parse_math=False)
+    fig.tight_layout(pad=0.4)
+    return _figure_svg(fig, salt=f"fairengine-curve-{title}")

@@ -147,11 +147,20 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
             "t-model",
             model={"uri": uri},
             mlflow={"experiment": "t-model", "approve_alias": "fair-approved"},
+            # the model-based methods run on the real pyfunc model, with few refits for speed
+            methods={
+                "fliptest": {"enabled": True, "n_permutations": 9, "n_selfmap": 9, "n_bootstrap": 9}
+            },
         )
         cfg["columns"] = {"label": "y", "protected": ["sex", "race"], "features": ["x1", "x2"]}
         run = audit_flow(cfg)
         assert run.result.model["name"] == "credit-scorer"
         assert run.result.model["version"] == version
+        # FlipTest got the model as a function; the gradient test got the unwrapped sklearn model
+        assert run.result.method("fliptest").status == "ok"
+        individual = run.result.method("individual_fairness")
+        assert individual.status == "ok", individual.reason
+        assert individual.details["model"]["exact"], individual.details["model"]
         # the scores used are the model's probabilities
         p = model.predict_proba(df[["x1", "x2"]])[:, 1] > 0.5
         dp = next(f for f in run.result.findings() if f.key == "dp_gap.sex.female_male")

@@ -674,3 +674,32 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     test = pt.details["tests"][0]
     assert f"{test['difference']:.4f}" in html
     assert html.count("<svg") >= min(len(pt.details["tests"]), 12)
+
+
+def test_individual_fairness_block_renders_a_real_result() -> None:
+    """Tests table, ratio histogram, lower bound vs steps and the largest ratios render from a
+    real ``run_individual_fairness`` result (Maity et al.'s simulation, a logistic model)."""
+    import dataclasses
+
+    from sklearn.linear_model import LogisticRegression
+
+    from fairengine.audit import finalize_audit
+    from fairengine.dataset import AuditDataset
+    from fairengine.datasets import make_maity_simulation
+    from fairengine.individual import IndividualConfig, run_individual_fairness
+
+    data = make_maity_simulation(n=400, seed=1)
+    frame = data.frame.copy()
+    model = LogisticRegression().fit(frame[["x1", "x2"]], frame["y"])
+    frame["score"] = model.predict_proba(frame[["x1", "x2"]])[:, 1]
+    roles = dataclasses.replace(data.roles, score="score")
+    ds = AuditDataset.from_frame(frame, roles, threshold=0.5)
+    m = run_individual_fairness(ds, IndividualConfig(steps=50), model=model)
+    assert m.status == "ok", m.reason
+    html = render_report(
+        finalize_audit(config={}, dataset=ds.summary(), model={}, validation=None, methods=[m])
+    )
+    assert "could not draw" not in html
+    assert "Points with the largest loss ratios" in html
+    assert "Loss ratio vs attack steps" in html
+    assert fmt_number(m.details["loss_ratio"]["statistic"]) in html

@@ -1,0 +1,38 @@
+"""FlipTest (Black, Yeom & Fredrikson, FAT* 2020) with statistics: flipsets through optimal
+transport maps, transparency reports, nulls, bootstrap refits and flip frequencies.
+
+* :func:`run_fliptest` / :class:`FlipTestConfig` — the audit method (``methods.fliptest``).
+* :func:`compute_flipsets`, :func:`flipset_masks`, :class:`Flipsets` — Definition 4.1.
+* :func:`transparency_report`, :class:`TransparencyReport`, :func:`marginal_histograms` —
+  Definition 4.3 and the flipset marginals.
+* :func:`flip_test`, :class:`FlipTestResult`, :class:`FlipsetTest` — the statistics (§4.4 of
+  ``fliptest_ot.md``).
+"""
+
+from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.flipsets import Flipsets, compute_flipsets, fit_images, flipset_masks
+from fairengine.fliptest.method import METHOD, run_fliptest
+from fairengine.fliptest.statistics import FlipsetTest, FlipTestResult, flip_test
+from fairengine.fliptest.transparency import (
+    TransparencyReport,
+    marginal_histograms,
+    sign_test,
+    transparency_report,
+)
+
+__all__ = [
+    "METHOD",
+    "FlipTestConfig",
+    "FlipTestResult",
+    "FlipsetTest",
+    "Flipsets",
+    "TransparencyReport",
+    "compute_flipsets",
+    "fit_images",
+    "flip_test",
+    "flipset_masks",
+    "marginal_histograms",
+    "run_fliptest",
+    "sign_test",
+    "transparency_report",
+]

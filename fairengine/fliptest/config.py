@@ -1,0 +1,119 @@
+"""Configuration of the FlipTest step (``methods.fliptest`` in the audit YAML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fairengine.errors import ConfigError
+
+ESTIMATORS = ("entropic", "exact", "linear", "gan")
+MODES = ("demographic_parity", "equalized_odds")
+COSTS = ("sqeuclidean", "sqcityblock")
+
+
+@dataclass
+class FlipTestConfig:
+    """FlipTest with optimal-transport maps and statistics (:func:`run_fliptest`).
+
+    enabled : run the step. Default False: its null and bootstrap refits make it the slowest
+        method (about 200 s for two groups of 2,000 on 2 cores with the default refit counts);
+        it also needs the model itself (``model.uri``).
+    estimator : transport map: "entropic" (default; out-of-sample), "exact" (the paper's in-sample
+        bijection, ``ot.emd``; groups are subsampled to equal size), "linear" (Gaussian closed
+        form), "gan" (the paper's WGAN; slow).
+    mode : "demographic_parity" (map whole groups, default) or "equalized_odds" (map within each
+        true-label stratum and pool).
+    attributes : protected attributes to test (None: all of the dataset's).
+    threshold : decision threshold on P(y=1) (None: the dataset's threshold, else 0.5).
+    epsilon : entropic ε relative to the median pairwise cost (None: chosen from
+        ``epsilon_grid`` on held-out data). Default None.
+    epsilon_grid : candidate relative ε values. Default [0.01, 0.03, 0.1].
+    cost : "sqeuclidean" (default) or "sqcityblock" (the original exact-OT code's cost; exact and
+        gan only).
+    max_per_group : groups larger than this are randomly subsampled (every statistic uses the
+        same subsample; each null/bootstrap replicate is a refit at this size). Default 2000.
+    min_group_size : groups smaller than this (per stratum in equalized-odds mode) are skipped
+        with a warning. Default 50.
+    max_pairs : at most this many group pairs per attribute (largest groups first). Default 6.
+    n_permutations : label-permutation null refits. Default 99.
+    n_selfmap : self-map null refits. Default 49.
+    n_bootstrap : bootstrap refits (intervals, rank stability, flip frequency). Default 49.
+    confidence_level : interval level. Default 0.95.
+    alpha : level used for "minimum detectable" rates in the readings. Default 0.05.
+    stable_threshold : a flip is "stable" if it occurs in at least this share of refits.
+        Default 0.5.
+    protected_as_feature : pass the protected attribute to ``predict_proba`` (set to the source
+        group for real rows and to the target group for mapped rows), for models that use it
+        directly (the paper's law-school model). Default False.
+    validate : run the held-out map validation (§4.3) per direction. Default True.
+    top_features : transparency entries kept in the details per flipset. Default 10.
+    histogram_bins : bins of the flipset marginal histograms. Default 20.
+    gan_epochs : generator updates for estimator "gan". Default 20000.
+    device : "cpu" (default) or "cuda" for the torch-based maps.
+    """
+
+    enabled: bool = False
+    estimator: str = "entropic"
+    mode: str = "demographic_parity"
+    attributes: list[str] | None = None
+    threshold: float | None = None
+    epsilon: float | None = None
+    epsilon_grid: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1])
+    cost: str = "sqeuclidean"
+    max_per_group: int = 2000
+    min_group_size: int = 50
+    max_pairs: int = 6
+    n_permutations: int = 99
+    n_selfmap: int = 49
+    n_bootstrap: int = 49
+    confidence_level: float = 0.95
+    alpha: float = 0.05
+    stable_threshold: float = 0.5
+    protected_as_feature: bool = False
+    validate: bool = True
+    top_features: int = 10
+    histogram_bins: int = 20
+    gan_epochs: int = 20000
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        def bad(name: str, expected: str) -> ConfigError:
+            return ConfigError(
+                f"methods.fliptest.{name} must be {expected}, got {getattr(self, name)!r}"
+            )
+
+        if self.estimator not in ESTIMATORS:
+            raise bad("estimator", f"one of {list(ESTIMATORS)}")
+        if self.mode not in MODES:
+            raise bad("mode", f"one of {list(MODES)}")
+        if self.cost not in COSTS:
+            raise bad("cost", f"one of {list(COSTS)}")
+        if self.cost != "sqeuclidean" and self.estimator in ("entropic", "linear"):
+            raise bad("cost", "'sqeuclidean' for the entropic and linear maps")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise bad("threshold", "in [0, 1] or null")
+        if self.epsilon is not None and not self.epsilon > 0:
+            raise bad("epsilon", "a positive number or null")
+        if not self.epsilon_grid or any(not e > 0 for e in self.epsilon_grid):
+            raise bad("epsilon_grid", "a non-empty list of positive numbers")
+        for name, low in (
+            ("max_per_group", 20),
+            ("min_group_size", 10),
+            ("max_pairs", 1),
+            ("n_permutations", 0),
+            ("n_selfmap", 0),
+            ("n_bootstrap", 0),
+            ("top_features", 1),
+            ("histogram_bins", 2),
+            ("gan_epochs", 1),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise bad(name, f"an integer >= {low}")
+        for name in ("confidence_level", "alpha", "stable_threshold"):
+            if not 0.0 < getattr(self, name) < 1.0:
+                raise bad(name, "in (0, 1)")
+        if self.device not in ("cpu", "cuda"):
+            raise bad("device", "'cpu' or 'cuda'")
+        if self.attributes is not None and not all(isinstance(a, str) for a in self.attributes):
+            raise bad("attributes", "a list of column names or null")

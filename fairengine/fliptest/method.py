@@ -1,0 +1,478 @@
+"""FlipTest as an audit method: :func:`run_fliptest` (method name ``fliptest``).
+
+For each protected attribute and pair of groups (a, b), both directions a → b and b → a: fit
+the configured transport map, compute the flipsets F+ (advantaged: positive decision whose
+counterpart is negative) and F− (disadvantaged), test their sizes against the self-map and
+label-permutation nulls, bootstrap the map for intervals, transparency-report intervals, top
+feature rank stability and per-individual flip frequency, and validate the map on held-out data
+(:mod:`fairengine.transport.validation`). Details are kept small (counts, quantiles, binned
+histograms; no individual rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from fairengine.dataset import AuditDataset
+from fairengine.errors import DataContractError
+from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
+from fairengine.fliptest.transparency import marginal_histograms
+from fairengine.multiplicity import adjust_pvalues
+from fairengine.parity import metric_token
+from fairengine.results import Finding, Interval, MethodResult
+from fairengine.transport import EntropicMap, ExactOTMap, GANMap, LinearOTMap, validate_map
+from fairengine.transport._base import TransportMap, as_points
+
+METHOD = "fliptest"
+TITLE = "FlipTest: optimal-transport counterparts, flipsets and transparency reports"
+
+IDENTITY_NOTE = (
+    "For an exact bijection between equal-size samples, |F+| - |F-| equals the difference in "
+    "positive decisions between the two groups (the demographic-parity count gap), so the "
+    "asymmetry of the flipsets is no evidence beyond a demographic-parity test; what FlipTest "
+    "adds is the size of the flipsets beyond that gap and who is in them."
+)
+NULL_HYPOTHESIS = (
+    "flipset no larger than map noise (self-map null) or than under exchangeable group labels "
+    "(permutation null)"
+)
+
+PredictProba = Callable[[pd.DataFrame], Any]
+
+
+def make_estimator(config: FlipTestConfig, seed: int) -> TransportMap:
+    """The transport map configured by ``config``."""
+    if config.estimator == "entropic":
+        return EntropicMap(
+            epsilon=config.epsilon,
+            epsilon_grid=tuple(config.epsilon_grid),
+            device=config.device,
+            random_state=seed,
+        )
+    if config.estimator == "exact":
+        return ExactOTMap(cost=config.cost)
+    if config.estimator == "linear":
+        return LinearOTMap()
+    return GANMap(
+        epochs=config.gan_epochs, cost=config.cost, device=config.device, random_state=seed
+    )
+
+
+def _decider(
+    dataset: AuditDataset,
+    predict_proba: PredictProba,
+    threshold: float,
+    attribute: str,
+    with_attribute: bool,
+) -> Callable[[np.ndarray, str], np.ndarray]:
+    columns = list(dataset.feature_columns)
+    raw = dataset.frame[attribute]
+    values = {str(v.item() if isinstance(v, np.generic) else v): v for v in pd.unique(raw)}
+
+    def decide(x: np.ndarray, group: str) -> np.ndarray:
+        df = pd.DataFrame(x, columns=columns)
+        if with_attribute:
+            df[attribute] = pd.Series([values[group]] * len(df), dtype=raw.dtype)
+        p = np.asarray(predict_proba(df), dtype=np.float64)
+        if p.ndim == 2 and p.shape[1] == 2:
+            p = p[:, 1]
+        if p.shape != (len(df),) or not np.all(np.isfinite(p)):
+            raise DataContractError(
+                "predict_proba must return one finite probability per row (shape (n,) or (n, 2)); "
+                f"got shape {p.shape}"
+            )
+        return p > threshold
+
+    return decide
+
+
+def _not_run(reason: str, config: FlipTestConfig) -> MethodResult:
+    return MethodResult(
+        method=METHOD, title=TITLE, status="not_run", reason=reason, parameters=_params(config)
+    )
+
+
+def _params(config: FlipTestConfig) -> dict[str, Any]:
+    return asdict(config)
+
+
+def _quantiles(d: np.ndarray) -> dict[str, float] | None:
+    if len(d) == 0:
+        return None
+    q = np.quantile(d, [0.05, 0.5, 0.95])
+    return {"mean": float(d.mean()), "q05": float(q[0]), "q50": float(q[1]), "q95": float(q[2])}
+
+
+def _direction_details(
+    res: FlipTestResult,
+    config: FlipTestConfig,
+    names: list[str],
+    target_rate: float,
+) -> dict[str, Any]:
+    fs = res.flipsets
+    level = config.confidence_level
+    out: dict[str, Any] = {
+        "source": fs.source,
+        "target": fs.target,
+        "n_source": fs.n,
+        "epsilon": res.epsilon or None,
+        "source_positive": int(fs.source_decision.sum()),
+        "mapped_positive": int(fs.mapped_decision.sum()),
+        "target_positive_rate": target_rate,
+        "net_flips": fs.net,
+        "dp_count_gap": float(fs.source_decision.sum() - target_rate * fs.n),
+        "flipsets": {},
+        "transparency": {},
+    }
+    for k in KINDS:
+        t = res.tests[k]
+        ci = t.confidence_interval(level)
+        freq = res.flip_frequency[k]
+        out["flipsets"][k] = {
+            "count": t.count,
+            "rate": t.statistic,
+            "ci": [ci.low, ci.high],
+            "pvalue": t.pvalue,
+            "pvalue_permutation": t.pvalue_permutation,
+            "pvalue_selfmap": t.pvalue_selfmap,
+            "permutation_null": _quantiles(t.null_distribution),
+            "selfmap_null": _quantiles(t.selfmap_distribution),
+            "excess_flips": t.excess,
+            "minimum_detectable_rate": t.minimum_detectable(config.alpha),
+            "expected_size": float(freq.sum()) if config.n_bootstrap else None,
+            "stable_count": int(res.stable_mask(k).sum()) if config.n_bootstrap else None,
+            "flip_frequency_histogram": np.histogram(freq[freq > 0], np.linspace(0, 1, 11))[
+                0
+            ].tolist(),
+        }
+        rep = res.reports[k]
+        md_ci = res.transparency_interval(k, "mean_difference", level)
+        c_ci = res.transparency_interval(k, "consistency", level)
+        order = np.argsort(-np.nan_to_num(np.abs(rep.mean_difference), nan=-1.0), kind="stable")
+        out["transparency"][k] = {
+            "n": rep.n,
+            "ranking_mean_difference": rep.ranking("mean_difference"),
+            "ranking_consistency": rep.ranking("consistency"),
+            "rank_stability_mean_difference": res.rank_stability(k, "mean_difference"),
+            "rank_stability_consistency": res.rank_stability(k, "consistency"),
+            "features": [
+                {
+                    "feature": names[j],
+                    "mean_difference": float(rep.mean_difference[j]),
+                    "mean_difference_ci": [md_ci[j].low, md_ci[j].high],
+                    "consistency": float(rep.consistency[j]),
+                    "consistency_ci": [c_ci[j].low, c_ci[j].high],
+                    "sign_pvalue": float(rep.sign_pvalue[j]),
+                }
+                for j in order[: config.top_features]
+            ],
+        }
+    # marginals of the features that head either transparency ranking (keeps details small)
+    shown = (
+        list(
+            dict.fromkeys(
+                [
+                    *res.reports["positive"].ranking()[: config.top_features],
+                    *res.reports["negative"].ranking()[: config.top_features],
+                ]
+            )
+        )
+        or names[: config.top_features]
+    )
+    cols = [names.index(c) for c in shown]
+    out["histograms"] = marginal_histograms(
+        fs.x[:, cols],
+        {"positive": fs.positive, "negative": fs.negative},
+        shown,
+        config.histogram_bins,
+    )
+    return out
+
+
+def _words(kind: str) -> str:
+    return "advantaged (F+)" if kind == "positive" else "disadvantaged (F-)"
+
+
+def run_fliptest(
+    dataset: AuditDataset,
+    config: FlipTestConfig,
+    *,
+    seed: int = 0,
+    predict_proba: PredictProba | None = None,
+) -> MethodResult:
+    """FlipTest (Black et al. 2020) with statistics, for every protected attribute and group pair.
+
+    ``predict_proba`` maps a DataFrame of ``dataset.features`` (plus the protected attribute
+    when ``config.protected_as_feature``) to P(y = 1). Without it the method is ``not_run``.
+    Findings ``fliptest_pos.<attr>.<source>_<target>`` and ``fliptest_neg....`` give the flip
+    rate with a bootstrap interval and the intersection-union p-value of both nulls (see
+    :mod:`fairengine.fliptest.statistics`).
+    """
+    start = time.perf_counter()
+    if not config.enabled:
+        return _not_run("FlipTest is disabled in the configuration", config)
+    if predict_proba is None:
+        return _not_run(
+            "FlipTest needs the model as a function of the features (predict_proba) to score "
+            "each individual's transported counterpart; none was given (a score column is not "
+            "enough)",
+            config,
+        )
+    if not callable(predict_proba):
+        raise DataContractError("predict_proba must be a callable DataFrame -> P(y=1)")
+    if not dataset.feature_columns:
+        raise DataContractError("FlipTest needs feature columns; the dataset has none")
+    x_all, names = as_points("features", dataset.features)
+    threshold = (
+        config.threshold
+        if config.threshold is not None
+        else (dataset.threshold if dataset.threshold is not None else 0.5)
+    )
+    attrs = list(config.attributes) if config.attributes is not None else list(dataset.groups)
+    unknown = [a for a in attrs if a not in dataset.groups]
+    if unknown:
+        raise DataContractError(
+            f"methods.fliptest.attributes {unknown} are not protected attributes of the dataset "
+            f"({list(dataset.groups)})"
+        )
+    rng = np.random.default_rng(seed)
+    estimator = make_estimator(config, seed)
+    eo = config.mode == "equalized_odds"
+    findings: list[Finding] = []
+    warnings: list[str] = []
+    pair_details: list[dict[str, Any]] = []
+    fingerprint = dataset.fingerprint()
+
+    for attr in attrs:
+        enc = dataset.groups[attr]
+        decide = _decider(dataset, predict_proba, threshold, attr, config.protected_as_feature)
+        eligible = []
+        for g, cat in enumerate(enc.categories):
+            rows = enc.codes == g
+            sizes = (
+                [int(np.sum(rows & (dataset.label == y))) for y in (0, 1)]
+                if eo
+                else [int(rows.sum())]
+            )
+            if min(sizes) < config.min_group_size:
+                warnings.append(
+                    f"FlipTest skips {attr}={cat!r}: {min(sizes)} rows"
+                    + (" in a true-label stratum" if eo else "")
+                    + f" < min_group_size={config.min_group_size}"
+                )
+            else:
+                eligible.append((int(rows.sum()), g))
+        eligible = [g for _, g in sorted(eligible, key=lambda t: (-t[0], t[1]))]
+        pairs = [tuple(sorted(p)) for p in itertools.combinations(eligible, 2)]
+        if len(pairs) > config.max_pairs:
+            warnings.append(
+                f"FlipTest tests the {config.max_pairs} pairs of the largest groups of {attr} "
+                f"out of {len(pairs)} (methods.fliptest.max_pairs)"
+            )
+            pairs = pairs[: config.max_pairs]
+        if not pairs:
+            warnings.append(f"FlipTest: no pair of groups of {attr} large enough to test")
+        for ga, gb in pairs:
+            idx = {}
+            for g in (ga, gb):
+                rows = np.flatnonzero(enc.codes == g)
+                if len(rows) > config.max_per_group:
+                    rows = np.sort(rng.choice(rows, config.max_per_group, replace=False))
+                idx[g] = rows
+            if config.estimator == "exact":  # equal sizes per stratum: the paper's bijection
+                for y in (0, 1) if eo else (None,):
+                    sel = {
+                        g: idx[g] if y is None else idx[g][dataset.label[idx[g]] == y]
+                        for g in (ga, gb)
+                    }
+                    k = min(len(sel[ga]), len(sel[gb]))
+                    for g in (ga, gb):
+                        if len(sel[g]) > k:
+                            drop = rng.choice(sel[g], len(sel[g]) - k, replace=False)
+                            idx[g] = np.setdiff1d(idx[g], drop)
+            xa, xb = x_all[idx[ga]], x_all[idx[gb]]
+            strata = {
+                g: (dataset.label[idx[g]].astype(int) if eo else np.zeros(len(idx[g]), int))
+                for g in (ga, gb)
+            }
+            scale = np.vstack([xa, xb]).std(axis=0)
+            const = [names[j] for j in np.flatnonzero(~(scale > 0))]
+            if const:
+                raise DataContractError(
+                    f"FlipTest: feature(s) {const} are constant in groups {enc.categories[ga]!r} "
+                    f"and {enc.categories[gb]!r} of {attr!r}; drop them from the features"
+                )
+            a_name, b_name = enc.categories[ga], enc.categories[gb]
+            directions = []
+            for src, tgt, xs, xt, ss, st in (
+                (a_name, b_name, xa, xb, strata[ga], strata[gb]),
+                (b_name, a_name, xb, xa, strata[gb], strata[ga]),
+            ):
+                res = flip_test(
+                    estimator,
+                    xs,
+                    xt,
+                    decide,
+                    src,
+                    tgt,
+                    strata_s=ss,
+                    strata_t=st,
+                    scale=scale,
+                    features=names,
+                    n_permutations=config.n_permutations,
+                    n_selfmap=config.n_selfmap,
+                    n_bootstrap=config.n_bootstrap,
+                    stable_threshold=config.stable_threshold,
+                    seed=int(rng.integers(2**31)),
+                )
+                target_rate = float(np.mean(decide(xt, tgt)))
+                det = _direction_details(res, config, names, target_rate)
+                if config.validate:
+                    det["validation"] = _validate(
+                        estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names
+                    )
+                    for v in det["validation"].values():
+                        warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v["warnings"]]
+                key = {
+                    "data": fingerprint,
+                    "attribute": attr,
+                    "source": src,
+                    "target": tgt,
+                    "estimator": estimator.get_params(),
+                    "epsilon": res.epsilon,
+                    "mode": config.mode,
+                    "seed": seed,
+                }
+                det["map_cache_key"] = hashlib.sha256(
+                    json.dumps(key, sort_keys=True, default=str).encode()
+                ).hexdigest()
+                directions.append(det)
+                for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
+                    t = res.tests[kind]
+                    ci = t.confidence_interval(config.confidence_level)
+                    mdr = t.minimum_detectable(config.alpha)
+                    top = res.reports[kind].ranking("mean_difference")[0] if t.count else None
+                    findings.append(
+                        Finding(
+                            key=f"{prefix}.{metric_token(attr)}.{metric_token(src)}_"
+                            f"{metric_token(tgt)}",
+                            label=f"FlipTest {_words(kind)} rate, {attr}: {src} -> {tgt}",
+                            estimate=t.statistic,
+                            interval=Interval(
+                                ci.low, ci.high, config.confidence_level, "bootstrap refits"
+                            ),
+                            pvalue=None if np.isnan(t.pvalue) else t.pvalue,
+                            null_hypothesis=NULL_HYPOTHESIS,
+                            reading=(
+                                f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
+                                + (
+                                    "get a positive decision their transported counterpart "
+                                    f"in {tgt} does not"
+                                    if kind == "positive"
+                                    else "get a negative decision while their transported "
+                                    f"counterpart in {tgt} gets a positive one"
+                                )
+                                + f" ({config.confidence_level:.0%} CI {ci.low:.1%} to "
+                                f"{ci.high:.1%}); {t.excess:+.0f} flips beyond the null mean, "
+                                f"smallest detectable rate {mdr:.1%}"
+                                + (f"; top feature: {top}" if top else "")
+                                + "."
+                            ),
+                        )
+                    )
+            # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
+            fwd, rev = directions
+            consistency = {
+                "positive_vs_reverse_negative": [
+                    fwd["flipsets"]["positive"]["count"],
+                    rev["flipsets"]["negative"]["count"],
+                ],
+                "negative_vs_reverse_positive": [
+                    fwd["flipsets"]["negative"]["count"],
+                    rev["flipsets"]["positive"]["count"],
+                ],
+            }
+            # BH over the transparency sign tests of this pair (both directions and flipsets)
+            entries = [
+                e for d in directions for k in KINDS for e in d["transparency"][k]["features"]
+            ]
+            adj = adjust_pvalues([e["sign_pvalue"] for e in entries], "bh")
+            for e, p in zip(entries, adj, strict=True):
+                e["sign_pvalue_bh"] = float(p)
+            pair_details.append(
+                {
+                    "attribute": attr,
+                    "groups": [a_name, b_name],
+                    "n": [len(xa), len(xb)],
+                    "directions": directions,
+                    "forward_reverse_counts": consistency,
+                }
+            )
+
+    if not pair_details:
+        raise DataContractError(
+            "FlipTest found no pair of groups to compare: " + "; ".join(warnings)
+        )
+    return MethodResult(
+        method=METHOD,
+        title=TITLE,
+        parameters={**_params(config), "threshold_used": threshold, "seed": seed},
+        findings=findings,
+        details={
+            "estimator": config.estimator,
+            "mode": config.mode,
+            "threshold": threshold,
+            "features": names,
+            "identity_note": IDENTITY_NOTE,
+            "units": "transparency differences in pooled standard deviations of each pair",
+            "pairs": pair_details,
+        },
+        warnings=warnings,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _validate(
+    estimator: TransportMap,
+    res: FlipTestResult,
+    xs: np.ndarray,
+    xt: np.ndarray,
+    ss: np.ndarray,
+    st: np.ndarray,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    target: str,
+    config: FlipTestConfig,
+    rng: np.random.Generator,
+    feature_names: list[str],
+) -> dict[str, Any]:
+    """Held-out validation (§4.3) of the map of each stratum, with the observed ε."""
+    out: dict[str, Any] = {}
+    for s in np.unique(ss):
+        est = estimator
+        eps = res.epsilon.get(str(s))
+        if eps is not None and "epsilon" in est.get_params():
+            est = clone(estimator).set_params(epsilon=eps)
+        v = validate_map(
+            est,
+            xs[ss == s],
+            xt[st == s],
+            decide=lambda x: decide(x, target),
+            n_permutations=199,
+            cycle=config.estimator != "gan",
+            feature_names=list(feature_names),
+            confidence_level=config.confidence_level,
+            random_state=int(rng.integers(2**31)),
+        )
+        out["all" if len(np.unique(ss)) == 1 else f"label_{s}"] = v.to_dict()
+    return out

@@ -1,0 +1,304 @@
+r"""Uncertainty for flipsets (``../shared/docs/fliptest_ot.md`` §4.4): nulls, bootstrap refits,
+per-individual flip frequency. None of this is in the paper.
+
+For one direction S → S′ with n source rows, the statistics are the flip rates |F+|/n, |F−|/n.
+
+* **Null 1, map noise (self-map).** Split S at random into halves A₁, A₂ (within each stratum),
+  fit the same estimator A₁ → A₂ and count flips of A₁, with the model seeing the source group
+  for both. Any flip is estimator/sampling noise (plus ε-bias for the entropic map). Halves are
+  smaller than S, so this null is, if anything, too wide (conservative).
+* **Null 2, exchangeability (label permutation).** Pool S ∪ S′, permute the group label (within
+  strata), refit, count flips of the pseudo-source, the model seeing the source group for both
+  sides. This is the null "features independent of the protected attribute and the model blind
+  to it" under which FlipTest should find only noise.
+* p-values (Monte-Carlo, valid at any R): p = (1 + #{null ≥ observed}) / (R + 1), per null. The
+  reported p-value is the larger of the two: an intersection-union test, level α for "the
+  flipset is no larger than map noise OR than under exchangeability". Excess flips = observed −
+  null mean (count scale). The minimum detectable rate is the null's (1 − α) quantile.
+* **Bootstrap.** Resample individuals within each group (and stratum) with replacement, refit the
+  map, recompute flip rates and transparency reports: percentile intervals for the rates, each
+  feature's mean difference and consistency, and the rank stability of the top feature (share
+  of replicates in which it stays first).
+* **Per-individual flip frequency.** In each bootstrap refit every original source individual is
+  mapped (out-of-sample) and its flip recorded; only individuals flipped in at least
+  ``stable_threshold`` of the refits are listed as stable flips, and the expected flipset size
+  is the sum of frequencies.
+* Equalized-odds mode: everything is done within true-label strata and pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.base import clone
+
+from fairengine.fliptest.flipsets import Decide, Flipsets, fit_images, flipset_masks
+from fairengine.fliptest.transparency import (
+    TransparencyReport,
+    transparency_report,
+    transparency_vectors,
+)
+from fairengine.transport._base import TransportMap
+
+KINDS = ("positive", "negative")
+
+
+class ConfidenceInterval(NamedTuple):
+    """``(low, high)`` like scipy's ``ConfidenceInterval``."""
+
+    low: float
+    high: float
+
+
+@dataclass
+class FlipsetTest:
+    """Test and interval for one flipset rate (scipy.stats-like result object).
+
+    ``statistic`` is the observed rate |F|/n; ``null_distribution`` the permutation null rates,
+    ``selfmap_distribution`` the self-map null rates, ``bootstrap_distribution`` the bootstrap
+    rates; ``pvalue`` = max(``pvalue_permutation``, ``pvalue_selfmap``).
+    """
+
+    kind: str
+    statistic: float
+    count: int
+    n: int
+    null_distribution: np.ndarray
+    selfmap_distribution: np.ndarray
+    bootstrap_distribution: np.ndarray
+    pvalue_permutation: float
+    pvalue_selfmap: float
+
+    @property
+    def pvalue(self) -> float:
+        ps = [p for p in (self.pvalue_permutation, self.pvalue_selfmap) if not math.isnan(p)]
+        return max(ps) if ps else math.nan
+
+    @property
+    def null_mean(self) -> float:
+        """Larger of the two null means (rate)."""
+        means = [
+            float(np.mean(d)) for d in (self.null_distribution, self.selfmap_distribution) if len(d)
+        ]
+        return max(means) if means else math.nan
+
+    @property
+    def excess(self) -> float:
+        """Observed count minus the (larger) null mean count."""
+        return self.count - self.null_mean * self.n
+
+    def minimum_detectable(self, alpha: float = 0.05) -> float:
+        """Smallest rate that would reject at ``alpha``: the larger null (1 − α) quantile."""
+        qs = [
+            float(np.quantile(d, 1 - alpha))
+            for d in (self.null_distribution, self.selfmap_distribution)
+            if len(d)
+        ]
+        return max(qs) if qs else math.nan
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Bootstrap percentile interval of the rate (refits of the map included)."""
+        return _percentile(self.bootstrap_distribution, confidence_level)
+
+
+def _percentile(sample: np.ndarray, level: float) -> ConfidenceInterval:
+    s = np.asarray(sample, dtype=np.float64)
+    if s.size == 0 or np.all(np.isnan(s)):
+        return ConfidenceInterval(math.nan, math.nan)
+    a = (1 - level) / 2
+    return ConfidenceInterval(float(np.nanquantile(s, a)), float(np.nanquantile(s, 1 - a)))
+
+
+def _pvalue(null: np.ndarray, observed: float) -> float:
+    if len(null) == 0:
+        return math.nan
+    return float((1 + np.sum(null >= observed - 1e-12)) / (len(null) + 1))
+
+
+@dataclass
+class FlipTestResult:
+    """Everything :func:`flip_test` computed for one direction."""
+
+    flipsets: Flipsets
+    tests: dict[str, FlipsetTest]
+    reports: dict[str, TransparencyReport]
+    report_bootstrap: dict[str, dict[str, np.ndarray]]
+    flip_frequency: dict[str, np.ndarray]
+    stable_threshold: float
+    epsilon: dict[str, float] = field(default_factory=dict)
+
+    def transparency_interval(
+        self, kind: str, which: str = "mean_difference", confidence_level: float = 0.95
+    ) -> list[ConfidenceInterval]:
+        """Per-feature bootstrap percentile intervals of ``which`` for flipset ``kind``."""
+        b = self.report_bootstrap[kind][which]
+        return [_percentile(b[:, j], confidence_level) for j in range(b.shape[1])]
+
+    def rank_stability(self, kind: str, which: str = "mean_difference") -> float:
+        """Share of bootstrap replicates whose top feature (by |which|) is the observed top."""
+        obs = getattr(self.reports[kind], which)
+        b = self.report_bootstrap[kind][which]
+        if len(b) == 0 or np.all(np.isnan(obs)):
+            return math.nan
+        top = int(np.nanargmax(np.abs(obs)))
+        ok = ~np.all(np.isnan(b), axis=1)
+        tops = np.full(len(b), -1)
+        tops[ok] = np.nanargmax(np.abs(b[ok]), axis=1)
+        return float(np.mean(tops == top))
+
+    def stable_mask(self, kind: str) -> np.ndarray:
+        """Source individuals flipped (``kind``) in at least ``stable_threshold`` of the refits."""
+        return self.flip_frequency[kind] >= self.stable_threshold
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            k: {
+                "count": t.count,
+                "rate": t.statistic,
+                "pvalue": t.pvalue,
+                "excess": t.excess,
+            }
+            for k, t in self.tests.items()
+        }
+
+
+def _freeze_epsilon(fitted: dict[Any, TransportMap]) -> dict[Any, TransportMap]:
+    """Estimators for refits: the observed fit's selected ε, so every refit uses one estimator."""
+    out = {}
+    for s, m in fitted.items():
+        params = m.get_params()
+        if "epsilon" in params and params["epsilon"] is None and hasattr(m, "epsilon_"):
+            out[s] = clone(m).set_params(epsilon=m.epsilon_)
+        else:
+            out[s] = clone(m)
+    return out
+
+
+def flip_test(
+    estimator: TransportMap | dict[Any, TransportMap],
+    xs: np.ndarray,
+    xt: np.ndarray,
+    decide: Decide,
+    source: str,
+    target: str,
+    *,
+    strata_s: np.ndarray | None = None,
+    strata_t: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+    features: list[str] | None = None,
+    n_permutations: int = 99,
+    n_selfmap: int = 49,
+    n_bootstrap: int = 49,
+    stable_threshold: float = 0.5,
+    seed: int = 0,
+) -> FlipTestResult:
+    """Flipsets of ``source`` → ``target`` with both nulls, bootstrap refits and flip
+    frequencies (module docstring). ``xs``/``xt`` are in original units; ``scale`` (pooled SD
+    per feature, default all ones) sets the units of the transparency reports."""
+    rng = np.random.default_rng(seed)
+    ss = np.zeros(len(xs), int) if strata_s is None else np.asarray(strata_s)
+    st = np.zeros(len(xt), int) if strata_t is None else np.asarray(strata_t)
+    d = xs.shape[1]
+    scale = np.ones(d) if scale is None else np.asarray(scale, float)
+    names = features or [f"x{j}" for j in range(d)]
+
+    # observed
+    images, _, fitted = fit_images(estimator, xs, xt, ss, st)
+    dec_s = np.asarray(decide(xs, source), dtype=bool)
+    dec_m = np.asarray(decide(images, target), dtype=bool)
+    pos, neg = flipset_masks(dec_s, dec_m)
+    fs = Flipsets(source, target, xs, images, dec_s, dec_m, pos, neg)
+    observed = {"positive": pos.mean(), "negative": neg.mean()}
+    reports = {
+        k: transparency_report(xs, images, m, scale, names)
+        for k, m in zip(KINDS, (pos, neg), strict=True)
+    }
+    est = _freeze_epsilon(fitted)
+    eps = {str(s): float(m.epsilon_) for s, m in fitted.items() if hasattr(m, "epsilon_")}
+
+    # null 1: self-map (half → other half of the source, within strata)
+    self_rates = np.empty((n_selfmap, 2))
+    for r in range(n_selfmap):
+        a_idx, b_idx = [], []
+        for s in np.unique(ss):
+            idx = rng.permutation(np.flatnonzero(ss == s))
+            h = len(idx) // 2
+            a_idx.append(idx[:h])
+            b_idx.append(idx[h : 2 * h])
+        ai, bi = np.concatenate(a_idx), np.concatenate(b_idx)
+        im, _, _ = fit_images(est, xs[ai], xs[bi], ss[ai], ss[bi])
+        p, q = flipset_masks(dec_s[ai], decide(im, source))
+        self_rates[r] = p.mean(), q.mean()
+
+    # null 2: label permutation within strata
+    pool = np.vstack([xs, xt])
+    pool_strata = np.concatenate([ss, st])
+    is_src = np.r_[np.ones(len(xs), bool), np.zeros(len(xt), bool)]
+    perm_rates = np.empty((n_permutations, 2))
+    for r in range(n_permutations):
+        lab = np.empty_like(is_src)
+        for s in np.unique(pool_strata):
+            idx = np.flatnonzero(pool_strata == s)
+            lab[idx] = rng.permutation(is_src[idx])
+        ps, pt = pool[lab], pool[~lab]
+        im, _, _ = fit_images(est, ps, pt, pool_strata[lab], pool_strata[~lab])
+        p, q = flipset_masks(decide(ps, source), decide(im, source))
+        perm_rates[r] = p.mean(), q.mean()
+
+    # bootstrap refits (+ per-individual flip frequency of the original source rows)
+    boot_rates = np.empty((n_bootstrap, 2))
+    boot_rep = {
+        k: {
+            "mean_difference": np.empty((n_bootstrap, d)),
+            "consistency": np.empty((n_bootstrap, d)),
+        }
+        for k in KINDS
+    }
+    freq = np.zeros((2, len(xs)))
+    for r in range(n_bootstrap):
+        bs = np.concatenate(
+            [rng.choice(np.flatnonzero(ss == s), np.sum(ss == s)) for s in np.unique(ss)]
+        )
+        bt = np.concatenate(
+            [rng.choice(np.flatnonzero(st == s), np.sum(st == s)) for s in np.unique(st)]
+        )
+        im, q_im, _ = fit_images(est, xs[bs], xt[bt], ss[bs], st[bt], query=xs, query_strata=ss)
+        p, q = flipset_masks(dec_s[bs], decide(im, target))
+        boot_rates[r] = p.mean(), q.mean()
+        disp = (im - xs[bs]) / scale
+        for k, m in zip(KINDS, (p, q), strict=True):
+            md, cons = transparency_vectors(disp, m)
+            boot_rep[k]["mean_difference"][r] = md
+            boot_rep[k]["consistency"][r] = cons
+        fp, fq = flipset_masks(dec_s, decide(q_im, target))
+        freq[0] += fp
+        freq[1] += fq
+    if n_bootstrap:
+        freq /= n_bootstrap
+
+    tests = {}
+    for j, k in enumerate(KINDS):
+        obs = float(observed[k])
+        tests[k] = FlipsetTest(
+            kind=k,
+            statistic=obs,
+            count=int((pos, neg)[j].sum()),
+            n=len(xs),
+            null_distribution=perm_rates[:, j],
+            selfmap_distribution=self_rates[:, j],
+            bootstrap_distribution=boot_rates[:, j],
+            pvalue_permutation=_pvalue(perm_rates[:, j], obs),
+            pvalue_selfmap=_pvalue(self_rates[:, j], obs),
+        )
+    return FlipTestResult(
+        flipsets=fs,
+        tests=tests,
+        reports=reports,
+        report_bootstrap=boot_rep,
+        flip_frequency={"positive": freq[0], "negative": freq[1]},
+        stable_threshold=stable_threshold,
+        epsilon=eps,
+    )

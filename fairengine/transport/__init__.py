@@ -1,0 +1,38 @@
+"""Optimal-transport maps between two samples, scikit-learn style (``fit(source, target)``,
+``transform(x)``), on pooled-standardized features with squared-Euclidean cost by default.
+
+* :class:`EntropicMap` — primary: Sinkhorn potentials, out-of-sample softmax map, ε chosen on
+  held-out data, convergence checked, out-of-distribution guard.
+* :class:`ExactOTMap` — ``ot.emd`` with a raised iteration cap: the paper's in-sample bijection.
+* :class:`LinearOTMap` — Gaussian closed form (baseline).
+* :class:`GANMap` — the paper's WGAN with transport cost (torch, seeded).
+* :func:`validate_map` — the held-out validation protocol (``fliptest_ot.md`` §4.3).
+"""
+
+from fairengine.transport._base import TransportConvergenceError, TransportMap
+from fairengine.transport.entropic import EntropicMap, energy_distance, sinkhorn_potentials
+from fairengine.transport.exact import ExactOTMap
+from fairengine.transport.gan import GANMap
+from fairengine.transport.linear import LinearOTMap
+from fairengine.transport.validation import MapValidation, validate_map
+
+ESTIMATORS = {
+    "entropic": EntropicMap,
+    "exact": ExactOTMap,
+    "linear": LinearOTMap,
+    "gan": GANMap,
+}
+
+__all__ = [
+    "ESTIMATORS",
+    "EntropicMap",
+    "ExactOTMap",
+    "GANMap",
+    "LinearOTMap",
+    "MapValidation",
+    "TransportConvergenceError",
+    "TransportMap",
+    "energy_distance",
+    "sinkhorn_potentials",
+    "validate_map",
+]

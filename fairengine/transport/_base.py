@@ -1,0 +1,153 @@
+"""Shared machinery of the transport-map estimators: input checks and pooled standardization.
+
+Every map is fitted between a ``source`` and a ``target`` sample (rows = individuals, columns =
+features) and, by default, works on features standardized with the *pooled* mean and standard
+deviation of source ∪ target, so the squared-Euclidean cost weighs features comparably
+(Black et al. 2020 standardize the Lipton data the same way). ``transform`` takes and returns
+points in the original units.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from fairengine.errors import DataContractError, FairEngineError
+
+
+class TransportConvergenceError(FairEngineError):
+    """An OT solver stopped before reaching its tolerance (the message names the setting)."""
+
+
+def as_points(name: str, x: Any, n_features: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """``x`` as a float64 ``(n, d)`` array plus feature names; clear errors for bad input.
+
+    Accepts a DataFrame (numeric columns only), a 2-D array or a 1-D array (one feature).
+    Raises :class:`DataContractError` naming ``name`` (and the column) for non-numeric columns,
+    missing or infinite values, an empty sample or a wrong number of features.
+    """
+    if isinstance(x, pd.DataFrame):
+        bad = [str(c) for c in x.columns if not pd.api.types.is_numeric_dtype(x[c].dtype)]
+        if bad:
+            raise DataContractError(
+                f"{name}: feature column(s) {bad} are not numeric; encode them (e.g. one-hot or "
+                "ordinal codes) before fitting a transport map"
+            )
+        names = [str(c) for c in x.columns]
+        arr = x.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        try:
+            arr = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataContractError(
+                f"{name} must be numeric (an array or a DataFrame of numeric columns)"
+            ) from None
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        names = [f"x{j}" for j in range(arr.shape[1])] if arr.ndim == 2 else []
+    if arr.ndim != 2:
+        raise DataContractError(f"{name} must be 2-D (rows x features), got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise DataContractError(f"{name} is empty (shape {arr.shape})")
+    bad_rows = ~np.isfinite(arr)
+    if bad_rows.any():
+        cols = np.flatnonzero(bad_rows.any(axis=0))
+        raise DataContractError(
+            f"{name} has {int(bad_rows.sum())} missing or infinite value(s) in feature(s) "
+            f"{[names[c] for c in cols[:5]]}; impute or drop them before fitting a transport map"
+        )
+    if n_features is not None and arr.shape[1] != n_features:
+        raise DataContractError(
+            f"{name} has {arr.shape[1]} features but the map was fitted on {n_features}"
+        )
+    return arr, names
+
+
+class TransportMap(BaseEstimator):
+    """Base class: ``fit(source, target)`` then ``transform(x)`` (scikit-learn conventions).
+
+    Subclasses implement ``_fit(zs, zt)`` and ``_transform(z)`` on standardized arrays.
+    Learned attributes (``mean_``, ``scale_``, ``n_features_in_``, ``feature_names_in_``) end in
+    an underscore.
+    """
+
+    standardize: bool = True
+    min_samples: int = 10
+
+    # ------------------------------------------------------------------ public API
+    def fit(self, source: Any, target: Any) -> TransportMap:
+        """Fit the map pushing the ``source`` sample onto the ``target`` sample."""
+        xs, names = as_points("source", source)
+        xt, _ = as_points("target", target, xs.shape[1])
+        for label, arr in (("source", xs), ("target", xt)):
+            if arr.shape[0] < self.min_samples:
+                raise DataContractError(
+                    f"{label} has {arr.shape[0]} rows; a transport map needs at least "
+                    f"min_samples={self.min_samples} per group"
+                )
+        self.n_features_in_ = xs.shape[1]
+        self.feature_names_in_ = names
+        if self.standardize:
+            pooled = np.vstack([xs, xt])
+            self.mean_ = pooled.mean(axis=0)
+            sd = pooled.std(axis=0)
+            const = np.flatnonzero(~(sd > 1e-12 * np.maximum(1.0, np.abs(self.mean_))))
+            if const.size:
+                raise DataContractError(
+                    f"feature(s) {[names[j] for j in const]} are constant over source and target; "
+                    "drop them (they carry no information for the map)"
+                )
+            self.scale_ = sd
+        else:
+            self.mean_ = np.zeros(xs.shape[1])
+            self.scale_ = np.ones(xs.shape[1])
+        self._fit(self._z(xs), self._z(xt))
+        return self
+
+    def transform(self, x: Any) -> np.ndarray:
+        """Images T(x) of new (or fitted) points, in the original units."""
+        self._check_fitted()
+        arr, _ = as_points("x", x, self.n_features_in_)
+        return self._unz(self._transform(self._z(arr)))
+
+    def fit_transform(self, source: Any, target: Any) -> np.ndarray:  # type: ignore[override]
+        """Fit, then the images of the fitted source points (in-sample map)."""
+        return self.fit(source, target).transform(source)
+
+    # ------------------------------------------------------------------ helpers
+    def _z(self, x: np.ndarray) -> np.ndarray:
+        return (x - self.mean_) / self.scale_
+
+    def _unz(self, z: np.ndarray) -> np.ndarray:
+        return z * self.scale_ + self.mean_
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "n_features_in_"):
+            raise FairEngineError(f"{type(self).__name__} is not fitted; call fit(source, target)")
+
+    def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _transform(self, z: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def sq_euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Squared-Euclidean cost matrix C_ij = ‖x_i − y_j‖² (float64, clipped at 0)."""
+    c = (x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2.0 * x @ y.T
+    return np.maximum(c, 0.0)
+
+
+def cost_matrix(x: np.ndarray, y: np.ndarray, cost: str) -> np.ndarray:
+    """Cost matrix for ``cost`` in {"sqeuclidean", "sqcityblock"} (the latter: (Σ|x−y|)²,
+    the cost of FlipTest's exact-OT code)."""
+    if cost == "sqeuclidean":
+        return sq_euclidean(x, y)
+    if cost == "sqcityblock":
+        from scipy.spatial.distance import cdist
+
+        return cdist(x, y, "cityblock") ** 2
+    raise DataContractError(f"cost must be 'sqeuclidean' or 'sqcityblock', got {cost!r}")
