@@ -46,8 +46,7 @@ def load_base_config(base_config: str | dict[str, Any] | None) -> tuple[dict[str
     """
     import os
 
-    import yaml
-
+    from fairengine.config import read_config_file
     from fairengine.errors import ConfigError
 
     if base_config is None:
@@ -60,14 +59,7 @@ def load_base_config(base_config: str | dict[str, Any] | None) -> tuple[dict[str
     if isinstance(base_config, dict):
         return copy.deepcopy(base_config), None
     path = Path(str(base_config)).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"base_config {str(path)!r} does not exist")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"base_config {str(path)!r} is not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"base_config {str(path)!r} must hold a mapping")
+    raw = read_config_file(path, "base_config")
     return raw, str(path.resolve().parent)
 
 

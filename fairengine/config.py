@@ -229,15 +229,9 @@ class AuditConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AuditConfig:
-        """Read a YAML config file."""
+        """Read a YAML config file (relative ``data.path`` resolved against its folder)."""
         p = Path(path).expanduser()
-        if not p.is_file():
-            raise ConfigError(f"config file {str(p)!r} does not exist")
-        try:
-            raw = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
-        return cls.from_dict(raw, base_dir=p.parent.resolve())
+        return cls.from_dict(read_config_file(p), base_dir=p.parent.resolve())
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -256,6 +250,21 @@ class AuditConfig:
             features=tuple(c.features) if c.features is not None else None,
             weight=c.weight,
         )
+
+
+def read_config_file(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The mapping in a YAML audit config file; :class:`ConfigError` naming the file when it is
+    missing, not valid YAML, or not a mapping (an empty file is ``{}``)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"{what} {str(p)!r} does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{what} {str(p)!r} is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{what} {str(p)!r} must hold a mapping of settings")
+    return raw
 
 
 def _build(cls: type, raw: dict[str, Any], prefix: str) -> Any:

@@ -190,20 +190,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    import yaml
-
-    from fairengine.config import AuditConfig
-    from fairengine.errors import ConfigError
+    from fairengine.config import AuditConfig, read_config_file
 
     cfg_path = args.config.expanduser()
-    if not cfg_path.is_file():
-        raise ConfigError(f"config file {str(cfg_path)!r} does not exist")
-    try:
-        raw = yaml.safe_load(cfg_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {str(cfg_path)!r} is not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config file {str(cfg_path)!r} must hold a mapping of settings")
+    raw = read_config_file(cfg_path)
     if args.tracking_uri:
         raw.setdefault("mlflow", {})["tracking_uri"] = args.tracking_uri
     if args.output_dir:
