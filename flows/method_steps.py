@@ -123,7 +123,8 @@ def run_methods(
 
     ``model`` is the loaded model handle (see :func:`tasks.model.model_handles`) or ``None`` when
     the scores come from the data; ``model_info`` its registry identity (for cache keys).
-    ``timings`` receives each method's wall time.
+    ``timings`` receives each method's compute time (``"<name> (cached)": 0`` for a method whose
+    result came from the cache).
     """
     cache_options = step_cache(cfg, dataset, model_info)
     submitted: dict[str, tuple[Any, float]] = {}
@@ -165,6 +166,9 @@ def run_methods(
             results[name] = MethodResult(
                 name, step.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
             )
+        if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
+            timings[f"{name} (cached)"] = 0.0
+            continue
         own = results[name].seconds  # the method's own compute time, when it reports one
         timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
     return [results[s.name] for s in METHOD_STEPS]

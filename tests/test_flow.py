@@ -279,6 +279,8 @@ def test_rerun_reuses_cached_method_results_and_a_changed_parameter_recomputes(
     copy.write_bytes(data.read_bytes())
     second = audit_flow(config_for(copy, tmp_path / "out", "t-cache", mlflow={"enabled": False}))
     assert calls == [0.05]
+    assert "group_parity (cached)" in second.result.metadata["timings"]
+    assert "group_parity" in first.result.metadata["timings"]
     a, b = first.result.to_dict(), second.result.to_dict()
     assert a["methods"] == b["methods"] and a["verdict"] == b["verdict"]
 
