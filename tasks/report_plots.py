@@ -375,3 +375,33 @@ def curve_svg(
     ax.set_title(plot_label(title, 60), fontsize=8.5, loc="left", parse_math=False)
     fig.tight_layout(pad=0.4)
     return _figure_svg(fig, salt=f"fairengine-curve-{title}")
+
+
+def marginal_overlay_svg(title: str, edges: list[Any], series: list[dict[str, Any]]) -> str:
+    """Binned marginal distributions drawn as normalised step lines on shared bins
+    (``series`` items: ``{"name", "color", "counts"}``), e.g. a group versus its flipset."""
+    e = [as_float(x) for x in edges]
+    fig = Figure(figsize=(3.4, 1.9), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    for s in series:
+        c = [as_float(x) for x in s["counts"]]
+        total = sum(x for x in c if math.isfinite(x))
+        if total <= 0 or len(e) != len(c) + 1:
+            continue
+        ax.stairs(
+            [x / total for x in c],
+            e,
+            color=s["color"],
+            linewidth=1.6,
+            label=f"{s['name']} (n={total:,.0f})",
+        )
+    ax.tick_params(axis="both", labelsize=7, colors="#374151")
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.legend(fontsize=6.5, frameon=False)
+    ax.set_title(plot_label(title, 50), fontsize=8.5, loc="left", parse_math=False)
+    fig.tight_layout(pad=0.4)
+    return _figure_svg(fig, salt=f"fairengine-marginal-{title}")

@@ -703,3 +703,36 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
     assert "Points with the largest loss ratios" in html
     assert "Loss ratio vs attack steps" in html
     assert fmt_number(m.details["loss_ratio"]["statistic"]) in html
+
+
+def test_fliptest_block_renders_a_real_result() -> None:
+    """Flipset table, transparency report and marginals from a real ``run_fliptest`` result
+    (Lipton hiring data, a logistic model given as a function); empty flipsets get no report."""
+    import dataclasses
+
+    from sklearn.linear_model import LogisticRegression
+
+    from fairengine.audit import finalize_audit
+    from fairengine.dataset import AuditDataset
+    from fairengine.datasets import make_lipton_hiring
+    from fairengine.fliptest import FlipTestConfig, run_fliptest
+
+    data = make_lipton_hiring(n_per_group=400, seed=0)
+    frame = data.frame.copy()
+    features = list(data.roles.features or ())
+    model = LogisticRegression().fit(frame[features], frame[data.roles.label])
+    frame["score"] = model.predict_proba(frame[features])[:, 1]
+    ds = AuditDataset.from_frame(
+        frame, dataclasses.replace(data.roles, score="score"), threshold=0.5
+    )
+    cfg = FlipTestConfig(
+        enabled=True, n_permutations=4, n_selfmap=4, n_bootstrap=4, max_per_group=300
+    )
+    m = run_fliptest(ds, cfg, predict_proba=lambda X: model.predict_proba(X[features])[:, 1])
+    assert m.status == "ok", m.reason
+    html = render_report(
+        finalize_audit(config={}, dataset=ds.summary(), model={}, validation=None, methods=[m])
+    )
+    assert "could not draw" not in html
+    assert "Transparency report" in html and "vs its flipsets" in html
+    assert "NaN [NaN, NaN]" not in html
