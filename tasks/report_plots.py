@@ -98,6 +98,26 @@ def _figure_svg(fig: Figure, salt: str) -> str:
     return clean_svg(buf.getvalue())
 
 
+def _blank_figure(width: float, height: float) -> tuple[Figure, Any]:
+    """A transparent figure with one transparent axes (no pyplot; 72 dpi)."""
+    fig = Figure(figsize=(width, height), dpi=72)
+    fig.patch.set_alpha(0.0)
+    ax = fig.add_subplot()
+    ax.set_facecolor("none")
+    return fig, ax
+
+
+def _style_row_axes(ax: Any) -> None:
+    """Rows of points with intervals: light x grid, unmarked y ticks, bottom spine only."""
+    ax.tick_params(axis="x", labelsize=7.5, colors="#374151")
+    ax.tick_params(axis="y", length=0, colors="#111827")
+    ax.grid(axis="x", color="#e5e7eb", linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.spines["bottom"].set_color("#9ca3af")
+
+
 def _largest_groups(groups: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The ``limit`` groups with the most rows, in their original order."""
     if len(groups) <= limit:
@@ -147,10 +167,7 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
         x0, x1 = 0.0, 1.0
 
     height = 0.75 + 0.26 * max(n, 1)
-    fig = Figure(figsize=(3.6, height), dpi=72)
-    fig.patch.set_alpha(0.0)
-    ax = fig.add_subplot()
-    ax.set_facecolor("none")
+    fig, ax = _blank_figure(3.6, height)
     ys = list(range(n))[::-1]  # first group on top
     for y, e, lo, hi in zip(ys, est, low, high, strict=True):
         if math.isfinite(e):
@@ -182,13 +199,7 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
     ax.set_xlim(x0, x1)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
     ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
-    ax.tick_params(axis="x", labelsize=7.5, colors="#374151")
-    ax.tick_params(axis="y", length=0, colors="#111827")
-    ax.grid(axis="x", color="#e5e7eb", linewidth=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.spines["bottom"].set_color("#9ca3af")
+    _style_row_axes(ax)
     suffix = f" (largest {n} of {len(groups)} groups)" if n < len(groups) else ""
     ax.set_title(
         f"{title} by {plot_label(attr, 30)}{suffix}", fontsize=9, loc="left", parse_math=False
@@ -228,10 +239,7 @@ def interval_forest_svg(
     x0, x1 = x0 - pad, x1 + pad
     if x1 - x0 < 1e-6:
         x0, x1 = x0 - 0.5, x1 + 0.5
-    fig = Figure(figsize=(5.4, 0.9 + 0.32 * max(n, 1) * (1 + 0.35 * (k - 1))), dpi=72)
-    fig.patch.set_alpha(0.0)
-    ax = fig.add_subplot()
-    ax.set_facecolor("none")
+    fig, ax = _blank_figure(5.4, 0.9 + 0.32 * max(n, 1) * (1 + 0.35 * (k - 1)))
     step = 0.6 / k
     for j, s in enumerate(series):
         offset = (j - (k - 1) / 2) * step
@@ -253,13 +261,7 @@ def interval_forest_svg(
     ax.set_ylim(-0.7, n - 0.3 if n else 0.7)
     ax.set_xlim(x0, x1)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    ax.tick_params(axis="x", labelsize=7.5, colors="#374151")
-    ax.tick_params(axis="y", length=0, colors="#111827")
-    ax.grid(axis="x", color="#e5e7eb", linewidth=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.spines["bottom"].set_color("#9ca3af")
+    _style_row_axes(ax)
     if len(series) > 1:
         ax.legend(fontsize=7.5, frameon=False, loc="lower right")
     ax.set_title(plot_label(title, 70), fontsize=9, loc="left", parse_math=False)
@@ -283,10 +285,7 @@ def null_histogram_svg(
     e = [as_float(x) for x in edges]
     c = [as_float(x) for x in counts]
     obs = as_float(observed)
-    fig = Figure(figsize=(3.6, 1.9), dpi=72)
-    fig.patch.set_alpha(0.0)
-    ax = fig.add_subplot()
-    ax.set_facecolor("none")
+    fig, ax = _blank_figure(3.6, 1.9)
     if len(e) == len(c) + 1 and c:
         widths = [b - a for a, b in itertools.pairwise(e)]
         ax.bar(
@@ -337,10 +336,7 @@ def curve_svg(
     """Lines over a common x (``series`` items: ``{"name", "color", "values"}``), with an
     optional horizontal reference line (e.g. the tolerance δ)."""
     xs = [as_float(v) for v in x]
-    fig = Figure(figsize=(4.2, 2.2), dpi=72)
-    fig.patch.set_alpha(0.0)
-    ax = fig.add_subplot()
-    ax.set_facecolor("none")
+    fig, ax = _blank_figure(4.2, 2.2)
     for s in series:
         ax.plot(
             xs,
@@ -381,10 +377,7 @@ def marginal_overlay_svg(title: str, edges: list[Any], series: list[dict[str, An
     """Binned marginal distributions drawn as normalised step lines on shared bins
     (``series`` items: ``{"name", "color", "counts"}``), e.g. a group versus its flipset."""
     e = [as_float(x) for x in edges]
-    fig = Figure(figsize=(3.4, 1.9), dpi=72)
-    fig.patch.set_alpha(0.0)
-    ax = fig.add_subplot()
-    ax.set_facecolor("none")
+    fig, ax = _blank_figure(3.4, 1.9)
     for s in series:
         c = [as_float(x) for x in s["counts"]]
         total = sum(x for x in c if math.isfinite(x))
