@@ -185,19 +185,29 @@ def http(
     headers: dict[str, str] | None = None,
     data: bytes | None = None,
     timeout: float = 30.0,
+    unavailable_retries: int = 6,
 ) -> tuple[int, Any]:
-    """One HTTP request; returns ``(status, parsed JSON or text)`` for any status."""
+    """One HTTP request; returns ``(status, parsed JSON or text)`` for any status.
+
+    A ``503 Service Unavailable`` (a Prefect server on SQLite answers it when the database is
+    busy on a loaded machine) is retried up to ``unavailable_retries`` times with a growing
+    pause; the request is identical each time (idempotency keys included).
+    """
     if body is not None:
         data = json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as err:
-        status, raw = err.code, err.read()
+    for attempt in range(unavailable_retries + 1):
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as err:
+            status, raw = err.code, err.read()
+        if status != 503 or attempt == unavailable_retries:
+            break
+        time.sleep(1.0 + attempt)
     try:
         return status, json.loads(raw.decode() or "null")
     except (json.JSONDecodeError, UnicodeDecodeError):
