@@ -35,6 +35,7 @@ from fairengine.fliptest.config import FlipTestConfig
 from fairengine.group_metrics import GroupMetricsConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
+from fairengine.mitigation.config import MitigationConfig
 from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
 from fairengine.roles import ColumnRoles
@@ -95,6 +96,7 @@ class MethodsConfig:
     intersectional: IntersectionalConfig = field(default_factory=IntersectionalConfig)
     fliptest: FlipTestConfig = field(default_factory=FlipTestConfig)
     individual_fairness: IndividualConfig = field(default_factory=IndividualConfig)
+    mitigation: MitigationConfig = field(default_factory=MitigationConfig)
 
 
 @dataclass

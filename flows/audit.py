@@ -178,8 +178,63 @@ def audit_flow(
                 f"The report and JSON are kept at {paths['report']} and {paths['json']}; "
                 f"log them later with: fairengine log --result {paths['json']}"
             ) from exc
+        mitigated = _register_mitigation(
+            cfg, result, model_info, roles, frame, tracking_uri, mlflow_info["run_id"]
+        )
+        if mitigated is not None:
+            mlflow_info = {**mlflow_info, "mitigated_model_uri": mitigated["uri"]}
     logger.info("Report: %s", paths["report"])
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
+
+
+def _register_mitigation(
+    cfg: AuditConfig,
+    result: AuditResult,
+    model_info: dict[str, Any],
+    roles: Any,
+    frame: Any,
+    tracking_uri: str,
+    audit_run_id: str,
+) -> dict[str, str] | None:
+    """Register the mitigated model (``methods.mitigation.register``) after the audit is logged.
+
+    A failure here is reported (log and warning) but does not undo the logged audit.
+    """
+    mcfg = cfg.methods.mitigation
+    if not (mcfg.enabled and mcfg.register):
+        return None
+    logger = get_run_logger()
+    method = result.method("mitigation")
+    if method is None or method.status != "ok":
+        logger.warning("Mitigated model not registered: the mitigation step did not succeed")
+        return None
+    if not model_info.get("name"):
+        logger.warning(
+            "Mitigated model not registered: methods.mitigation.register needs model.uri to be "
+            "a registry model (models:/name/version or models:/name@alias)"
+        )
+        return None
+    from tasks.mitigated_model import register_mitigated_model
+
+    features = list(roles.features or ())
+    inputs = list(dict.fromkeys([*features, *method.details["postprocessor"]["attributes"]]))
+    try:
+        info = register_mitigated_model(
+            method,
+            model_info,
+            features,
+            tracking_uri=tracking_uri,
+            audit_run_id=audit_run_id,
+            audit_id=result.audit_id,
+            example=frame[inputs].head(5),
+        )
+    except Exception as exc:
+        raise ResultLoggingError(
+            f"the audit was logged, but registering the mitigated model failed: "
+            f"{type(exc).__name__}: {first_line(exc)}"
+        ) from exc
+    logger.info("Registered the mitigated model as %s", info["uri"])
+    return info
 
 
 def run_audit(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:

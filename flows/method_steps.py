@@ -76,6 +76,11 @@ METHOD_STEPS: tuple[MethodStep, ...] = (
         "tasks.individual:individual_fairness_task",
         model_arg="model",
     ),
+    MethodStep(
+        "mitigation",
+        "Mitigation (RTDP post-processing to an ε target)",
+        "tasks.mitigation:mitigation_task",
+    ),
 )
 """Every method of an audit, in report order."""
 

@@ -56,27 +56,44 @@ TITLE = "Intersectional differential fairness (ε over all intersections)"
 DETAILS_MAX_INTERSECTIONS = 200
 
 
+def intersection_codes(
+    dataset: AuditDataset,
+    attributes: list[str] | None,
+    bins: dict[str, Any],
+    where: str = "methods.intersectional",
+) -> tuple[list[str], list[tuple[str, ...]], list[np.ndarray]]:
+    """Per-row integer codes of each attribute whose intersections are audited.
+
+    ``attributes`` ``None`` means every protected attribute; a column in ``bins`` is cut into
+    right-closed intervals (``pd.cut``). Returns ``(attributes, levels, codes)`` with
+    ``levels[j][codes[j][i]]`` the label of row i on attribute j. ``where`` names the config
+    section in errors.
+    """
+    attrs = list(attributes) if attributes is not None else list(dataset.roles.protected)
+    codes, levels = [], []
+    for a in attrs:
+        if a in bins:
+            c, lv = _bin_column(dataset, a, bins[a], where)
+        elif a in dataset.groups:
+            enc = dataset.groups[a]
+            c, lv = enc.codes, enc.categories
+        else:
+            raise DataContractError(
+                f"{where}.attributes names {a!r}, which is neither a protected "
+                f"attribute ({list(dataset.groups)}) nor binned by {where}.bins"
+            )
+        codes.append(np.asarray(c))
+        levels.append(tuple(lv))
+    return attrs, levels, codes
+
+
 def intersection_table(
     dataset: AuditDataset, config: IntersectionalConfig | None = None
 ) -> IntersectionTable:
     """Count ``dataset`` into the intersection table of ``config.attributes`` (binned by
     ``config.bins``), with the dataset's label, predictions (if any) and weights."""
     cfg = IntersectionalConfig() if config is None else config
-    attrs = list(cfg.attributes) if cfg.attributes is not None else list(dataset.roles.protected)
-    codes, levels = [], []
-    for a in attrs:
-        if a in cfg.bins:
-            c, lv = _bin_column(dataset, a, cfg.bins[a])
-        elif a in dataset.groups:
-            enc = dataset.groups[a]
-            c, lv = enc.codes, enc.categories
-        else:
-            raise DataContractError(
-                f"methods.intersectional.attributes names {a!r}, which is neither a protected "
-                f"attribute ({list(dataset.groups)}) nor binned by methods.intersectional.bins"
-            )
-        codes.append(c)
-        levels.append(lv)
+    attrs, levels, codes = intersection_codes(dataset, cfg.attributes, cfg.bins)
     return table_from_arrays(
         attrs,
         levels,
@@ -90,17 +107,29 @@ def intersection_table(
     )
 
 
-def _bin_column(dataset: AuditDataset, column: str, edges: list[float]) -> tuple[np.ndarray, tuple]:
+def _bin_column(
+    dataset: AuditDataset, column: str, edges: list[float], where: str = "methods.intersectional"
+) -> tuple[np.ndarray, tuple]:
     if column not in dataset.frame.columns:
-        raise DataContractError(f"methods.intersectional.bins names a missing column {column!r}")
+        raise DataContractError(f"{where}.bins names a missing column {column!r}")
     x = pd.to_numeric(dataset.frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    return bin_values(x, edges, f"column {column!r}", f"{where}.bins.{column}")
+
+
+def bin_values(
+    x: np.ndarray, edges: list[float], what: str, key: str
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Codes of ``x`` in the right-closed bins of ``edges`` (first bin closed on the left) and
+    the bin labels ``[a, b]``, ``(b, c]``, …; values outside the edges or missing raise
+    :class:`DataContractError` naming ``what`` and the config ``key``."""
+    x = np.asarray(x, dtype=np.float64)
     cut = pd.cut(x, bins=list(edges), right=True, include_lowest=True)
     codes = np.asarray(cut.codes, dtype=np.intp)
     if (codes < 0).any():
         bad = x[codes < 0][:3].tolist()
         raise DataContractError(
-            f"column {column!r}: {int((codes < 0).sum())} value(s) are missing or outside the "
-            f"bin edges {list(edges)} of methods.intersectional.bins.{column} (e.g. {bad})"
+            f"{what}: {int((codes < 0).sum())} value(s) are missing or outside the "
+            f"bin edges {list(edges)} of {key} (e.g. {bad})"
         )
     labels = tuple(
         f"{'[' if i == 0 else '('}{_num(lo)}, {_num(hi)}]"
