@@ -295,6 +295,11 @@ def _print_outcome(run) -> None:
             f"             artifacts audit/report.html and audit/audit.json under "
             f"{run.mlflow['artifact_uri']}"
         )
+        if run.mlflow.get("mitigated_model_uri"):
+            print(
+                f"Mitigated:   {run.mlflow['mitigated_model_uri']} (RTDP rule around the "
+                "audited model; audit it with threshold: null)"
+            )
         print(f"Browse:      mlflow ui --backend-store-uri {run.mlflow['tracking_uri']}")
 
 

@@ -108,6 +108,14 @@ def prepare_demo(
                 "n_selfmap": 19,
                 "n_bootstrap": 19,
             },
+            # RTDP post-processing to equalized odds within e^0.1 between genders, registered
+            # as version 2 of the demo model (tagged with this audit)
+            "mitigation": {
+                "enabled": True,
+                "constraints": ["eo"],
+                "epsilon": 0.1,
+                "register": True,
+            },
         },
         "alpha": 0.05,
         "multiplicity": "holm",
