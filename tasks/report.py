@@ -8,7 +8,10 @@ autoescaped, and the only markup it prints unescaped is the SVG made by
 
 The HTML is self-contained: inline CSS (``templates/report.css``), inline SVG, no scripts, no
 external URLs or fonts, and a print stylesheet. Layout: header, verdict banner, verdict table
-(every tested finding), one section per method, data validation, configuration.
+(every tested finding), the methods overview (every method with its status, tests, time and,
+for failed or not-run methods, the reason), one section per method, data validation,
+configuration and step timings. ``benchmarks/report_render.py`` measures the render time and
+size of a full every-method report.
 
 Adding a report block for a new method: write ``<method>_view(method_dict) -> dict`` here,
 register it in :data:`DETAIL_VIEWS`, and add a macro of the same name plus ``_block`` to
@@ -18,6 +21,8 @@ register it in :data:`DETAIL_VIEWS`, and add a macro of the same name plus ``_bl
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import logging
 import math
@@ -36,11 +41,13 @@ from prefect.exceptions import MissingContextError
 
 from fairengine.results import AuditResult
 from tasks.report_plots import (
+    MAX_PLOT_GROUPS,
     RATE_LABELS,
     as_float,
     curve_svg,
     group_rates_svg,
     interval_forest_svg,
+    largest_groups,
     marginal_overlay_svg,
     null_histogram_svg,
 )
@@ -373,6 +380,7 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
                 "plot": Markup(plot),
             }
         )
+    rates = intersection_rates_view(details)
     smallest = [
         {
             "group": str(c.get("group")),
@@ -388,8 +396,82 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
         "n_intersections": fmt_count(details.get("n_intersections")),
         "outcomes": str(details.get("outcomes") or ""),
         "blocks": blocks,
+        "rates": rates,
         "smallest": smallest,
         "notes": [str(n) for n in details.get("notes") or []],
+    }
+
+
+DF_RATE_LABELS: dict[str, str] = {
+    "selection_rate": "Selection rate",
+    "base_rate": "Base rate P(y=1)",
+    "tpr": "TPR",
+    "fpr": "FPR",
+}
+DF_RATE_COLORS: dict[str, str] = {"selection_rate": "#2f5d8a", "base_rate": "#a4502a"}
+
+
+def intersection_rates_view(details: dict[str, Any]) -> dict[str, Any] | None:
+    """The rates ε compares, per intersection of the finest grouping: smoothed rate and
+    Beta-posterior interval of each rate (table), and a forest plot of the selection and base
+    rates (the largest :data:`~tasks.report_plots.MAX_PLOT_GROUPS` intersections).
+
+    ``None`` when the result carries no per-intersection rates (more intersections than the
+    method details).
+    """
+    all_rates = details.get("rates") or {}
+    if not all_rates:
+        return None
+    grouping, tab = max(all_rates.items(), key=lambda kv: len(kv[1].get("attributes") or []))
+    names = [str(g) for g in tab.get("group") or []]
+    sizes = list(tab.get("n") or [])
+    keys = [k for k in DF_RATE_LABELS if isinstance(tab.get(k), dict)]
+    rows = []
+    for i, name in enumerate(names):
+        cells = []
+        for k in keys:
+            r = tab[k]
+            status = (r.get("status") or [])[i] if i < len(r.get("status") or []) else "ok"
+            cell = with_interval(
+                {"estimate": r["rate"][i], "low": r["low"][i], "high": r["high"][i]}
+            )
+            cells.append(cell if status == "ok" else f"{cell} ({status})")
+        rows.append(
+            {"group": name, "n": fmt_count(sizes[i] if i < len(sizes) else None), "cells": cells}
+        )
+    plotted = [k for k in ("selection_rate", "base_rate") if k in keys]
+    plot = None
+    if plotted and names:
+        entries = [
+            {"group": name, "n": sizes[i] if i < len(sizes) else 0, "i": i}
+            for i, name in enumerate(names)
+        ]
+        shown = largest_groups(entries, MAX_PLOT_GROUPS)
+        suffix = f" (largest {len(shown)} of {len(names)})" if len(shown) < len(names) else ""
+        plot = Markup(
+            interval_forest_svg(
+                f"Rates per intersection{suffix}",
+                [e["group"] for e in shown],
+                [
+                    {
+                        "name": DF_RATE_LABELS[k],
+                        "color": DF_RATE_COLORS[k],
+                        "estimate": [tab[k]["rate"][e["i"]] for e in shown],
+                        "low": [tab[k]["low"][e["i"]] for e in shown],
+                        "high": [tab[k]["high"][e["i"]] for e in shown],
+                    }
+                    for k in plotted
+                ],
+                salt=slug("df-rates", grouping),
+            )
+        )
+    return {
+        "grouping": str(grouping),
+        "anchor": slug("df-rates", grouping),
+        "labels": [DF_RATE_LABELS[k] for k in keys],
+        "plotted": " and ".join(DF_RATE_LABELS[k].lower() for k in plotted),
+        "rows": rows,
+        "plot": plot,
     }
 
 
@@ -485,10 +567,41 @@ GM_DISTANCES: tuple[tuple[str, str], ...] = (
 )
 
 
+def base_vs_positive_svg(name: str, groups: list[dict[str, Any]], salt: str) -> Markup | None:
+    """Forest plot of the label base rate and the positive-prediction rate per group (with
+    their intervals) of one ``group_metrics`` encoding; the largest
+    :data:`~tasks.report_plots.MAX_PLOT_GROUPS` groups. ``None`` without groups."""
+    if not groups:
+        return None
+    shown = largest_groups(list(groups), MAX_PLOT_GROUPS)
+    suffix = f" (largest {len(shown)} of {len(groups)})" if len(shown) < len(groups) else ""
+    series = [
+        {
+            "name": label,
+            "color": color,
+            "estimate": [(g.get(key) or {}).get("estimate") for g in shown],
+            "low": [(g.get(key) or {}).get("low") for g in shown],
+            "high": [(g.get(key) or {}).get("high") for g in shown],
+        }
+        for key, label, color in (
+            ("base_rate", "base rate (labels)", "#a4502a"),
+            ("positive_rate", "positive rate (predictions)", "#2f5d8a"),
+        )
+    ]
+    return Markup(
+        interval_forest_svg(
+            f"Base rate and positive rate by {name}{suffix}",
+            [str(g.get("group")) for g in shown],
+            series,
+            salt=salt,
+        )
+    )
+
+
 def group_metrics_view(method: dict[str, Any]) -> dict[str, Any]:
-    """Per attribute (and the intersection): group rates and performance with intervals,
-    pairwise gaps and ratios with the four-fifths flag, distances from the reference, and the
-    inequality indices over each benefit vector."""
+    """Per attribute (and the intersection): group rates and performance with intervals (and a
+    base-rate vs positive-rate plot), pairwise gaps and ratios with the four-fifths flag,
+    distances from the reference, and the inequality indices over each benefit vector."""
     details = method.get("details") or {}
     encodings = []
     for ei, (name, enc) in enumerate((details.get("encodings") or {}).items()):
@@ -554,6 +667,7 @@ def group_metrics_view(method: dict[str, Any]) -> dict[str, Any]:
             {
                 "name": str(name),
                 "kind": str(enc.get("kind") or ""),
+                "plot": base_vs_positive_svg(str(name), groups, slug("gm", ei, name)),
                 "anchor": slug("gm", ei, name),
                 "rate_labels": [label for _, label in GM_RATES] + perf_names,
                 "groups": group_rows,
@@ -761,7 +875,7 @@ def fliptest_view(method: dict[str, Any]) -> dict[str, Any]:
                             [
                                 {
                                     "name": str(dr.get("source")),
-                                    "color": "#9ca3af",
+                                    "color": "#7b8494",
                                     "counts": h.get("group") or [],
                                 },
                                 {
@@ -806,6 +920,10 @@ DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "permutation_tests": permutation_view,
     "group_parity": group_parity_view,
     "intersectional": intersectional_view,
+    # its own module (it imports this one's formatters): resolved when a report has the step
+    "mitigation": lambda method: importlib.import_module(
+        "tasks.report_mitigation"
+    ).mitigation_view(method),
 }
 """Method name -> view builder; the template has a macro ``<name>_block`` for each."""
 
@@ -848,6 +966,7 @@ def method_view(method: dict[str, Any], index: int) -> dict[str, Any]:
         "tested_findings": [f for f in findings if f["tested"]],
         "estimates": [f for f in findings if not f["tested"]],
         "n_tested": sum(1 for f in findings if f["tested"]),
+        "n_rejected": sum(1 for f in findings if f["decision"] == "reject"),
         "block": block,
         "view": view,
         "raw_details": raw_details,
@@ -1074,9 +1193,16 @@ def make_environment() -> Environment:
     )
 
 
+@functools.cache
+def report_environment() -> Environment:
+    """The shared environment of :func:`render_report` (made once: compiling the template
+    costs about 50 ms; Jinja2 still recompiles it when the file changes on disk)."""
+    return make_environment()
+
+
 def render_report(result: AuditResult) -> str:
     """The audit's self-contained HTML report (one string, UTF-8 safe)."""
-    template = make_environment().get_template(TEMPLATE_NAME)
+    template = report_environment().get_template(TEMPLATE_NAME)
     return template.render(**report_context(result))
 
 

@@ -6,6 +6,7 @@ called directly on an :class:`AuditResult` built by hand.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from html.parser import HTMLParser
@@ -34,7 +35,17 @@ from tasks.report import (
     report_context,
     write_report,
 )
-from tasks.report_plots import SVG_SIZE_BUDGET, group_rates_svg
+from tasks.report_plots import (
+    SVG_SIZE_BUDGET,
+    curve_svg,
+    group_rates_svg,
+    interval_forest_svg,
+    marginal_overlay_svg,
+    null_histogram_svg,
+    text_width,
+    tick_text,
+    tick_values,
+)
 
 EVIL = "<script>alert(1)</script>\"'"
 EVIL_ATTR = f"race{EVIL}"
@@ -578,6 +589,81 @@ def test_group_plot_is_small_clean_and_nan_safe() -> None:
         assert len(svg.encode()) < SVG_SIZE_BUDGET, len(svg)
     assert "largest 30 of 45 groups" in svg
     assert "undefined" in group_rates_svg("a", [{"group": "x", "n": 0, "rates": {}}], "tpr")
+
+
+def test_tick_values_and_labels() -> None:
+    values = tick_values(0.13, 0.58)
+    assert values and all(0.13 <= v <= 0.58 for v in values)
+    steps = {round(b - a, 9) for a, b in itertools.pairwise(values)}
+    assert len(steps) == 1  # evenly spaced "nice" ticks
+    assert tick_values(1.0, 1.0) == [] and tick_values(math.nan, 1.0) == []
+    assert [tick_text(v) for v in (-10.0, 0.25, 1e-17, 3.0, 1.5e-5)] == [
+        "−10",
+        "0.25",
+        "0",
+        "3",
+        "1.5e−05",
+    ]
+
+
+@pytest.mark.parametrize("text", ["woman", "Statistical parity (predictio…", "WWW", "iiii", "<30"])
+def test_text_width_estimate_never_underestimates_dejavu(text: str) -> None:
+    """Margins are sized from :func:`text_width` instead of a layout pass; the estimate must
+    cover the width matplotlib measures for DejaVu Sans (the widest common sans-serif)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    width, _, _ = TextToPath().get_text_width_height_descent(
+        text, FontProperties(family="DejaVu Sans", size=8), ismath=False
+    )
+    estimate = text_width(text, 8) * 72  # points
+    assert estimate >= 0.98 * width, (estimate, width)
+    assert estimate <= 1.15 * width + 1  # and is not wildly generous
+
+
+def test_every_plot_kind_is_clean_inline_svg() -> None:
+    """Each figure function: one inline <svg>, user text as escaped text, no fonts or scripts."""
+    svgs = [
+        interval_forest_svg(
+            f"forest {EVIL}",
+            ["a", EVIL],
+            [
+                {
+                    "name": "s1",
+                    "color": "#000",
+                    "estimate": [0.1, 0.2],
+                    "low": [0, 0.1],
+                    "high": [0.2, 0.3],
+                },
+                {"name": "s2", "color": "#111", "low": [0, "NaN"], "high": [0.5, "NaN"]},
+            ],
+            reference=0.0,
+        ),
+        null_histogram_svg(f"null {EVIL}", [0, 1, 2, 3], [5, 9, 2], 7.5),
+        curve_svg(
+            f"curve {EVIL}",
+            [1, 2, 3],
+            [{"name": "m", "color": "#000", "values": [1, 2, "NaN"]}],
+            xlabel="steps",
+            hline=1.25,
+            hline_label="δ",
+        ),
+        marginal_overlay_svg(
+            f"marginal {EVIL}",
+            [0, 1, 2],
+            [
+                {"name": EVIL, "color": "#000", "counts": [3, 4]},
+                {"name": "F+", "color": "#111", "counts": [0, 0]},
+            ],
+        ),
+    ]
+    for svg in svgs:
+        assert svg.startswith("<svg") and svg.endswith("</svg>") and svg.count("<svg") == 1
+        assert "<script" not in svg and "font-family" not in svg
+        assert "&lt;script&gt;" in svg  # the title's markup is text
+        assert len(svg.encode()) < SVG_SIZE_BUDGET
+    assert "observed 7.5 →" in svgs[1]  # an observed value beyond the histogram is not lost
+    assert "— s1" in svgs[0] and "— s2" in svgs[0]  # the key names both series
 
 
 def test_plots_do_not_leak_figures() -> None:

@@ -1,0 +1,218 @@
+"""The full every-method report in a real browser (headless Chromium driven by Playwright).
+
+The audit is built once per module from the demo's hiring data with every method run by its
+pure function (:mod:`report_full_audit`, small resampling counts: a few seconds), plus a failed
+and a not-run method, real Great Expectations validation and run metadata. Its report is opened
+from disk and checked for: no console or page errors, no request beyond the file itself and
+nothing wider than the window; every audit method (:data:`flows.method_steps.METHOD_STEPS`) with
+its section, heading, status and at least one inline plot (methods with a report block); the
+failed and not-run methods with their reasons; the verdict banner and the verdict table before
+any method; headings in order; header cells in every table; verdicts and decisions carried by
+words as well as colour; the header's identity items; the print stylesheet. A full-page
+screenshot is saved as ``test-artifacts/report-full-browser.png``.
+
+Chromium is Debian's package (``.ci/run`` installs it); without it the tests skip locally and
+fail under CI, as in ``test_report_browser.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from report_full_audit import build_full_audit
+from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
+
+from fairengine.results import AuditResult
+from flows.method_steps import METHOD_STEPS
+from tasks.report import DETAIL_VIEWS, write_report
+
+SCREENSHOT = ARTIFACTS / "report-full-browser.png"
+
+PAGE_DATA = """() => {
+  const text = el => (el ? el.innerText.trim() : '');
+  const main = document.querySelector('main');
+  return {
+    headings: [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')].map(h => ({
+        level: Number(h.tagName[1]), text: h.textContent.trim()})),
+    mainSections: [...main.children].filter(e => e.tagName === 'SECTION').map(s => s.id),
+    firstTable: main.querySelector('table')?.className || '',
+    firstMethodTop: document.querySelector('section.method')?.getBoundingClientRect().top,
+    findingsTop: document.querySelector('#findings')?.getBoundingClientRect().top,
+    verdictRows: [...document.querySelectorAll('table.verdict-table tbody tr')].map(r => ({
+        cls: r.className, decision: text(r.querySelector('.badge'))})),
+    methods: [...document.querySelectorAll('section.method')].map(s => ({
+        id: s.id,
+        code: text(s.querySelector('.method-head code')),
+        heading: text(s.querySelector('h3')),
+        status: text(s.querySelector('.method-head .badge')),
+        reason: text(s.querySelector('.reason')),
+        svgs: s.querySelectorAll('svg').length,
+        figures: s.querySelectorAll('figure.plot').length,
+        raw: !!s.querySelector('details.raw')})),
+    tables: [...document.querySelectorAll('table')].map(t => ({
+        cls: t.className,
+        headTh: t.querySelectorAll('thead th').length,
+        rowTh: t.querySelectorAll('tbody th[scope="row"]').length,
+        rows: t.querySelectorAll('tbody tr').length})),
+    badges: [...document.querySelectorAll('.badge, .badge-big')].map(b => b.textContent.trim()),
+    verdict: text(document.querySelector('#verdict')),
+    header: text(document.querySelector('header.report-header')),
+    bodyText: document.body.innerText,
+    scripts: document.querySelectorAll('script').length,
+    svgs: document.querySelectorAll('svg').length,
+    pageWidth: document.documentElement.scrollWidth,
+    viewportWidth: window.innerWidth,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def full_audit() -> AuditResult:
+    return build_full_audit("small", seed=0)
+
+
+@pytest.fixture(scope="module")
+def report(full_audit: AuditResult, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_report(full_audit, tmp_path_factory.mktemp("full-report"))
+
+
+@pytest.fixture(scope="module")
+def page_data(report: Path) -> dict:
+    executable = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    console_errors: list[str] = []
+    page_errors: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on(
+                "console",
+                lambda m: console_errors.append(m.text) if m.type == "error" else None,
+            )
+            page.on("pageerror", lambda e: page_errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(report.as_uri(), wait_until="load")
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            data = page.evaluate(PAGE_DATA)
+            page.emulate_media(media="print")
+            data["print"] = page.evaluate(
+                """() => ({
+                  toc: getComputedStyle(document.querySelector('nav.toc')).display,
+                  figure: getComputedStyle(document.querySelector('figure.plot')).maxWidth,
+                })"""
+            )
+        finally:
+            browser.close()
+    data.update(console_errors=console_errors, page_errors=page_errors, requests=requests)
+    return data
+
+
+def test_the_audit_ran_every_method(full_audit: AuditResult) -> None:
+    """The fixture is what the report claims to show: every method of the audit succeeded."""
+    status = {m.method: m.status for m in full_audit.methods if m.status == "ok"}
+    for step in METHOD_STEPS:
+        assert status.get(step.name) == "ok", f"{step.name} did not run in the fixture"
+    assert {m.status for m in full_audit.methods} == {"ok", "failed", "not_run"}
+    assert full_audit.validation is not None and full_audit.validation.expectations
+
+
+def test_opens_without_errors_or_requests_and_saves_a_screenshot(page_data: dict) -> None:
+    assert page_data["console_errors"] == []
+    assert page_data["page_errors"] == []
+    assert all(u.startswith("file://") for u in page_data["requests"]), page_data["requests"]
+    assert page_data["scripts"] == 0
+    assert SCREENSHOT.stat().st_size > 50_000
+    # nothing runs off the side: wide tables scroll inside their wrapper, text wraps
+    assert page_data["pageWidth"] <= page_data["viewportWidth"]
+
+
+def test_every_method_has_its_section_heading_and_a_plot(
+    full_audit: AuditResult, page_data: dict
+) -> None:
+    sections = {s["code"]: s for s in page_data["methods"] if s["status"] == "OK"}
+    for step in METHOD_STEPS:
+        section = sections.get(step.name)
+        assert section is not None, f"no section for {step.name}"
+        assert section["heading"] == full_audit.method(step.name).title
+        assert section["svgs"] == section["figures"]  # every plot sits in a captioned figure
+        if step.name in DETAIL_VIEWS:
+            assert section["svgs"] >= 1, f"{step.name} has no inline plot"
+        else:  # a method whose report block is still to be written: its raw details at least
+            assert section["raw"], f"{step.name} shows neither a report block nor its details"
+    assert page_data["svgs"] == sum(s["svgs"] for s in page_data["methods"])
+
+
+def test_failed_and_not_run_methods_say_why(full_audit: AuditResult, page_data: dict) -> None:
+    shown = {(s["status"], s["heading"]): s for s in page_data["methods"]}
+    for m in full_audit.methods:
+        if m.status == "ok":
+            continue
+        word = {"failed": "Failed", "not_run": "Not run"}[m.status]
+        section = shown[(word, m.title)]
+        assert section["reason"].startswith(f"{word}:")
+        assert m.reason and m.reason[:60] in section["reason"]
+    overview = next(t for t in page_data["tables"] if t["cls"] == "overview")
+    assert overview["rows"] == len(full_audit.methods)  # the overview lists all, not-run too
+
+
+def test_verdict_comes_first_and_lists_every_test(full_audit: AuditResult, page_data: dict) -> None:
+    assert page_data["mainSections"][:3] == ["verdict", "findings", "methods"]
+    assert page_data["mainSections"][-2:] == ["validation", "configuration"]
+    assert "verdict-table" in page_data["firstTable"]
+    assert page_data["findingsTop"] < page_data["firstMethodTop"]
+    tested = [f for f in full_audit.findings() if f.tested]
+    assert len(page_data["verdictRows"]) == len(tested)
+    decisions = [r["decision"] for r in page_data["verdictRows"]]
+    rejected = sum(f.decision == "reject" for f in tested)
+    assert decisions == ["Rejected"] * rejected + ["Not rejected"] * (len(tested) - rejected)
+
+
+def test_headings_in_order_and_tables_with_headers(page_data: dict) -> None:
+    levels = [h["level"] for h in page_data["headings"]]
+    assert levels[0] == 1 and levels.count(1) == 1
+    for before, after in itertools.pairwise(levels):
+        assert after <= before + 1, f"heading jumps from h{before} to h{after}"
+    assert all(h["text"] for h in page_data["headings"]), "empty heading"
+    for table in page_data["tables"]:
+        assert table["headTh"] > 0 or table["rowTh"] == table["rows"] > 0, table
+
+
+def test_verdict_and_decisions_are_words_not_only_colour(
+    full_audit: AuditResult, page_data: dict
+) -> None:
+    word = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}[full_audit.verdict.status]
+    assert word in page_data["verdict"]
+    assert full_audit.verdict.summary in page_data["verdict"]
+    assert all(page_data["badges"]), "a badge without text"
+    for row in page_data["verdictRows"]:
+        expected = "Rejected" if row["cls"] == "row-reject" else "Not rejected"
+        assert row["decision"] == expected
+
+
+def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data: dict) -> None:
+    header = page_data["header"]
+    assert full_audit.model["uri"] in header
+    assert full_audit.dataset["fingerprint"][:12] in header
+    assert full_audit.created_at[:10] in header
+    assert f"Seed\n{full_audit.metadata['seed']}\n" in header
+    for name in ("numpy", "torch", "matplotlib", "prefect"):
+        assert f"{name} {full_audit.metadata['versions'][name]}" in header
+    timings = next(t for t in page_data["tables"] if t["cls"] == "kv timings")
+    assert timings["rows"] == len(full_audit.metadata["timings"])
+    body = page_data["bodyText"]
+    assert "man × <30" in body and "woman × >50" in body  # "<", ">" in groups shown as text
+
+
+def test_print_stylesheet_applies(page_data: dict) -> None:
+    assert page_data["print"]["toc"] == "none"
+    assert page_data["print"]["figure"] == "31%"
+
+
+def test_report_file_is_small(report: Path) -> None:
+    assert report.stat().st_size < 2_000_000
