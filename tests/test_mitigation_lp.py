@@ -221,12 +221,16 @@ def test_bad_rows_and_config_errors(synthetic) -> None:
         RTDPPostProcessor().fit(g, y + 1, f)
     with pytest.raises(ConfigError, match="not fitted"):
         RTDPPostProcessor().predict_proba(g, f)
-    with pytest.raises(ConfigError, match=r"methods\.mitigation\.epsilon must be >= 0"):
+    with pytest.raises(ConfigError, match=r"methods\.mitigation\.epsilon must be a number >= 0"):
         MitigationConfig(epsilon=-0.5)
     with pytest.raises(ConfigError, match=r"methods\.mitigation\.deploy"):
         MitigationConfig(variants=["sequential"], deploy="overall")
     with pytest.raises(ConfigError, match=r"methods\.mitigation\.constraints"):
         MitigationConfig(constraints=["elift"])
+    with pytest.raises(ConfigError, match=r"methods\.mitigation\.fit_smoothing"):
+        MitigationConfig(fit_smoothing=-1)
+    with pytest.raises(ConfigError, match=r"methods\.mitigation\.bins\.age"):
+        MitigationConfig(bins={"age": [30, 20, 10]})
 
 
 def test_support_mask_excludes_sparse_only_when_asked() -> None:

@@ -20,6 +20,26 @@ HEADLINES: tuple[str, ...] = ("auto", "bootstrap", "bayesian")
 SCHEMES: tuple[str, ...] = ("auto", "multinomial", "bayesian")
 
 
+def check_attributes_and_bins(where: str, attributes: list[str] | None, bins: Any) -> None:
+    """Shared checks of ``<where>.attributes`` (distinct names or null) and ``<where>.bins``
+    (``{column: [at least 3 increasing numbers]}``); raises :class:`ConfigError`."""
+    if attributes is not None and (not attributes or len(set(attributes)) != len(attributes)):
+        raise ConfigError(
+            f"{where}.attributes must be a non-empty list of distinct column names or null, "
+            f"got {attributes!r}"
+        )
+    if not isinstance(bins, dict):
+        raise ConfigError(f"{where}.bins must be a mapping {{column: [edges]}}, got {bins!r}")
+    for col, edges in bins.items():
+        ok = isinstance(edges, list | tuple) and len(edges) >= 3
+        ok = ok and all(isinstance(e, int | float) and not isinstance(e, bool) for e in edges)
+        if not ok or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ConfigError(
+                f"{where}.bins.{col} must be a list of at least 3 increasing numbers, "
+                f"got {edges!r}"
+            )
+
+
 @dataclass
 class IntersectionalConfig:
     """Differential-fairness ε over all intersections of the protected attributes.
@@ -88,19 +108,7 @@ class IntersectionalConfig:
         def bad(key: str, what: str, value: Any) -> ConfigError:
             return ConfigError(f"{WHERE}.{key} must be {what}, got {value!r}")
 
-        if self.attributes is not None and (
-            not self.attributes or len(set(self.attributes)) != len(self.attributes)
-        ):
-            raise bad(
-                "attributes", "a non-empty list of distinct column names or null", self.attributes
-            )
-        if not isinstance(self.bins, dict):
-            raise bad("bins", "a mapping {column: [edges]}", self.bins)
-        for col, edges in self.bins.items():
-            ok = isinstance(edges, list | tuple) and len(edges) >= 3
-            ok = ok and all(isinstance(e, int | float) and not isinstance(e, bool) for e in edges)
-            if not ok or any(b <= a for a, b in itertools.pairwise(edges)):
-                raise bad(f"bins.{col}", "a list of at least 3 increasing numbers", edges)
+        check_attributes_and_bins(WHERE, self.attributes, self.bins)
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown or not self.metrics or len(set(self.metrics)) != len(self.metrics):
             raise bad(

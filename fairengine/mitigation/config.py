@@ -7,15 +7,13 @@ Every field has a documented default; :meth:`MitigationConfig.__post_init__` rai
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from fairengine.errors import ConfigError
-from fairengine.intersectional.metrics import OUTCOMES
-from fairengine.mitigation.postprocessor import FALLBACKS, VARIANTS
-from fairengine.mitigation.rates import MITIGATION_METRICS
+from fairengine.intersectional.config import check_attributes_and_bins
+from fairengine.mitigation.postprocessor import VARIANTS, RTDPPostProcessor
 
 WHERE = "methods.mitigation"
 
@@ -97,37 +95,9 @@ class MitigationConfig:
         def bad(key: str, what: str) -> ConfigError:
             return ConfigError(f"{WHERE}.{key} must be {what}, got {getattr(self, key)!r}")
 
-        if self.attributes is not None and (
-            not self.attributes or len(set(self.attributes)) != len(self.attributes)
-        ):
-            raise bad("attributes", "a non-empty list of distinct column names or null")
-        if not isinstance(self.bins, dict):
-            raise bad("bins", "a mapping {column: [edges]}")
-        for col, edges in self.bins.items():
-            ok = isinstance(edges, list | tuple) and len(edges) >= 3
-            ok = ok and all(isinstance(e, int | float) and not isinstance(e, bool) for e in edges)
-            if not ok or any(b <= a for a, b in itertools.pairwise(edges)):
-                raise ConfigError(
-                    f"{WHERE}.bins.{col} must be a list of at least 3 increasing numbers, "
-                    f"got {edges!r}"
-                )
-        cons = self.constraints
-        if not cons or any(c not in MITIGATION_METRICS for c in cons) or len(set(cons)) != len(
-            cons
-        ):
-            raise ConfigError(
-                f"{WHERE}.constraints must be a non-empty list of distinct metrics from "
-                f"{list(MITIGATION_METRICS)} (elift/slift describe the labels, which "
-                f"post-processing cannot change), got {cons!r}"
-            )
-        eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
+        check_attributes_and_bins(WHERE, self.attributes, self.bins)
+        if isinstance(self.epsilon, int | float) and math.isinf(self.epsilon):
             raise bad("epsilon", "a finite number >= 0")
-        if eps < 0:
-            raise ConfigError(
-                f"{WHERE}.epsilon must be >= 0 (the largest allowed |ln r_s - ln r_s'|); "
-                f"got {eps!r}, which no predictor can satisfy"
-            )
         if not self.variants or any(v not in VARIANTS for v in self.variants):
             raise bad("variants", f"a non-empty list from {list(VARIANTS)}")
         if self.deploy not in self.variants:
@@ -135,35 +105,21 @@ class MitigationConfig:
                 f"{WHERE}.deploy must be one of the fitted variants {self.variants}, "
                 f"got {self.deploy!r}"
             )
-        for key in ("cost_fp", "cost_fn"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                math.isfinite(v) and v >= 0
-            ):
-                raise bad(key, "a finite number >= 0")
-        if self.cost_fp + self.cost_fn <= 0:
-            raise ConfigError(f"{WHERE}.cost_fp and cost_fn cannot both be 0")
-        if self.outcomes not in OUTCOMES:
-            raise bad("outcomes", f"one of {list(OUTCOMES)}")
         for key in ("smoothing_alpha", "smoothing_beta", "fit_smoothing"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int | float) or not (
                 math.isfinite(v) and v >= 0
             ):
                 raise bad(key, "a finite number >= 0")
-        ceiling = 0.5 if self.fit_smoothing > 0 else 1.0
-        if not 0 < self.rate_floor <= ceiling:
-            raise ConfigError(
-                f"{WHERE}.rate_floor must be in (0, {ceiling:g}] (the constant predictor must "
-                f"stay feasible), got {self.rate_floor!r}"
-            )
+        # the estimator's own checks, with this section's key names
+        try:
+            self.postprocessor(self.deploy)._check_params()
+        except ConfigError as exc:
+            raise ConfigError(f"{WHERE}.{exc}") from None
         for key, low in (
-            ("n_thresholds", 2),
             ("min_support", 1),
-            ("robust_draws", 0),
             ("n_posterior", 10),
             ("n_realised", 0),
-            ("max_sweeps", 1),
             ("max_intersections", 2),
         ):
             v = getattr(self, key)
@@ -173,7 +129,34 @@ class MitigationConfig:
             raise bad("test_size", "in [0.05, 0.95]")
         if not 0.5 <= self.confidence_level < 1:
             raise bad("confidence_level", "in [0.5, 1)")
-        if not self.max_seconds > 0:
-            raise bad("max_seconds", "a number > 0")
-        if self.fallback not in FALLBACKS:
-            raise bad("fallback", f"one of {list(FALLBACKS)}")
+
+    def postprocessor(
+        self,
+        variant: str,
+        *,
+        base_threshold: float = 0.5,
+        seed: int = 0,
+        epsilon: float | None = None,
+    ) -> RTDPPostProcessor:
+        """The :class:`RTDPPostProcessor` of ``variant`` with this section's settings."""
+        return RTDPPostProcessor(
+            constraints=tuple(self.constraints),
+            epsilon=self.epsilon if epsilon is None else epsilon,
+            variant=variant,
+            cost_fp=self.cost_fp,
+            cost_fn=self.cost_fn,
+            outcomes=self.outcomes,
+            smoothing_alpha=self.fit_smoothing,
+            smoothing_beta=self.fit_smoothing,
+            base_threshold=base_threshold,
+            n_thresholds=self.n_thresholds,
+            rate_floor=self.rate_floor,
+            monotone=self.monotone,
+            min_support=self.min_support,
+            exclude_sparse=self.exclude_sparse,
+            robust_draws=self.robust_draws,
+            max_sweeps=self.max_sweeps,
+            max_seconds=self.max_seconds,
+            fallback=self.fallback,
+            random_state=seed,
+        )

@@ -266,27 +266,7 @@ def run_mitigation(
 def _postprocessor(
     cfg: MitigationConfig, variant: str, tau0: float, seed: int, epsilon: float | None = None
 ) -> RTDPPostProcessor:
-    return RTDPPostProcessor(
-        constraints=tuple(cfg.constraints),
-        epsilon=cfg.epsilon if epsilon is None else epsilon,
-        variant=variant,
-        cost_fp=cfg.cost_fp,
-        cost_fn=cfg.cost_fn,
-        outcomes=cfg.outcomes,
-        smoothing_alpha=cfg.fit_smoothing,
-        smoothing_beta=cfg.fit_smoothing,
-        base_threshold=tau0,
-        n_thresholds=cfg.n_thresholds,
-        rate_floor=cfg.rate_floor,
-        monotone=cfg.monotone,
-        min_support=cfg.min_support,
-        exclude_sparse=cfg.exclude_sparse,
-        robust_draws=cfg.robust_draws,
-        max_sweeps=cfg.max_sweeps,
-        max_seconds=cfg.max_seconds,
-        fallback=cfg.fallback,
-        random_state=seed,
-    )
+    return cfg.postprocessor(variant, base_threshold=tau0, seed=seed, epsilon=epsilon)
 
 
 def _parameters(cfg: MitigationConfig) -> dict[str, Any]:
