@@ -1,16 +1,71 @@
-"""Pipeline step: FlipTest with transport maps and statistics (:mod:`fairengine.fliptest`)."""
+"""Pipeline step: FlipTest with transport maps and statistics (:mod:`fairengine.fliptest`).
+
+The fitted maps are pipeline artifacts. Every observed map (one per direction, group pair and
+label stratum) is saved in a content-addressed map cache (:class:`fairengine.transport.MapCache`:
+key = data content, estimator and all its parameters (cost, ε, seed ...), estimator code) and
+listed in ``result.details["artifacts"]`` as ``{"path", "name"}`` for the MLflow edge to log
+under ``artifacts/fliptest/``. A later run whose step is not cached as a whole (e.g. only
+``n_bootstrap`` changed) loads these maps instead of refitting them.
+
+Where the maps go (:func:`resolve_map_folder`):
+
+1. ``map_cache_dir`` when the caller passes it;
+2. else, when the step runs with persisted results (the audit's ``cache`` config is on), the
+   ``fliptest-maps`` folder beside its result storage (``<cache dir>/fliptest-maps``);
+3. else (caching off, or the task called outside a flow run) a fresh temporary folder: the
+   maps are still saved for the run's artifacts, but never reused.
+"""
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+from prefect.exceptions import MissingContextError
 
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest import FlipTestConfig, run_fliptest
 from fairengine.results import MethodResult
+from fairengine.transport import MapCache
+
+MAP_FOLDER = "fliptest-maps"
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Prefect's run logger inside a run; this module's logger otherwise (``.fn``)."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
+def resolve_map_folder(explicit: str | Path | None = None) -> tuple[Path, bool]:
+    """(folder for the fitted maps, reused across runs?) following the module docstring."""
+    if explicit is not None:
+        return Path(explicit).expanduser(), True
+    ctx = TaskRunContext.get()
+    storage = getattr(getattr(ctx, "task", None), "result_storage", None)
+    persisted = bool(getattr(getattr(ctx, "task", None), "persist_result", False))
+    if persisted and isinstance(storage, str | Path):
+        return Path(storage).expanduser().parent / MAP_FOLDER, True
+    return Path(tempfile.mkdtemp(prefix="fairengine-fliptest-maps-")), False
+
+
+def map_artifacts(result: MethodResult) -> list[dict[str, str]]:
+    """``[{"path": local map file, "name": artifact file name}]`` of a FlipTest result."""
+    out = []
+    for pair in result.details.get("pairs", []):
+        for direction in pair["directions"]:
+            for entry in direction.get("maps", []):
+                if entry.get("path"):
+                    out.append({"path": entry["path"], "name": entry["artifact"]})
+    return out
 
 
 @task(name="fliptest", cache_policy=NO_CACHE)
@@ -19,19 +74,31 @@ def fliptest_task(
     params: FlipTestConfig,
     seed: int = 0,
     predict_proba: Callable[[Any], Any] | None = None,
+    map_cache_dir: str | None = None,
 ) -> MethodResult:
-    """Run :func:`fairengine.fliptest.run_fliptest` with the configured parameters."""
-    result = run_fliptest(dataset, params, seed=seed, predict_proba=predict_proba)
-    logger = get_run_logger()
+    """Run :func:`fairengine.fliptest.run_fliptest` with the configured parameters, saving (or
+    reusing) the fitted maps and listing them in ``details["artifacts"]``."""
+    logger = _logger()
+    cache, folder, reused = None, None, False
+    if predict_proba is not None and params.enabled:
+        folder, reused = resolve_map_folder(map_cache_dir)
+        cache = MapCache(folder)
+    result = run_fliptest(dataset, params, seed=seed, predict_proba=predict_proba, map_cache=cache)
     if result.status != "ok":
         logger.info("FlipTest %s: %s", result.status, result.reason)
-    else:
-        logger.info(
-            "FlipTest (%s map, %s): %d flipset findings over %d group pair(s) in %.2f s",
-            params.estimator,
-            params.mode,
-            len(result.findings),
-            len(result.details.get("pairs", [])),
-            result.seconds or 0.0,
-        )
+        return result
+    result.details["artifacts"] = map_artifacts(result)
+    logger.info(
+        "FlipTest (%s map, %s): %d flipset findings over %d group pair(s) in %.2f s; "
+        "%d map(s) loaded from %s, %d fitted and saved%s",
+        params.estimator,
+        params.mode,
+        len(result.findings),
+        len(result.details.get("pairs", [])),
+        result.seconds or 0.0,
+        cache.hits if cache else 0,
+        folder,
+        cache.misses if cache else 0,
+        "" if reused else " (not reused: step caching is off)",
+    )
     return result

@@ -59,7 +59,11 @@ def test_result_contract(lipton):
     pair = r.details["pairs"][0]
     fwd, rev = pair["directions"]
     assert (fwd["source"], fwd["target"]) == ("man", "woman")
-    assert "validation" in fwd and "map_cache_key" in fwd
+    assert "validation" in fwd
+    assert [(m["stratum"], m["path"], m["loaded_from_cache"]) for m in fwd["maps"]] == [
+        ("all", None, None)
+    ]
+    assert fwd["maps"][0]["artifact"] == "map_gender_man_to_woman.npz"
     tr = rev["transparency"]["positive"]
     assert tr["ranking_mean_difference"][0] == "hair_len"
     assert all("sign_pvalue_bh" in e for e in tr["features"])

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 
 from fairengine.transport._base import TransportConvergenceError, TransportMap
+from fairengine.transport.persistence import MapCache
 
 REFIT_EPSILON_FACTORS: tuple[float, ...] = (2.0, 4.0)
 """A refit (null or bootstrap replicate) whose Sinkhorn does not converge at the frozen ε of
@@ -104,11 +106,16 @@ def fit_images(
     strata_t: np.ndarray,
     query: np.ndarray | None = None,
     query_strata: np.ndarray | None = None,
+    cache: MapCache | None = None,
+    files: dict[Any, tuple[Path, bool]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, dict[Any, TransportMap]]:
     """Fit a fresh clone of ``estimator`` (or of ``estimator[stratum]``) per stratum.
 
     Returns the in-sample images of ``xs`` (``fit_transform``: the bijection for exact OT),
-    the out-of-sample images of ``query`` (or None) and the fitted maps by stratum.
+    the out-of-sample images of ``query`` (or None) and the fitted maps by stratum. With a
+    :class:`~fairengine.transport.MapCache`, each stratum's map is loaded when the same
+    estimator was fitted on the same data before, else fitted and saved; ``files`` (if given)
+    receives ``stratum -> (map file, loaded from the cache?)``.
     """
     images = np.empty_like(xs)
     q_images = None if query is None else np.empty_like(query)
@@ -116,7 +123,14 @@ def fit_images(
     for s in np.unique(strata_s):
         si, ti = strata_s == s, strata_t == s
         m = clone(estimator[s] if isinstance(estimator, dict) else estimator)
-        images[si], m = fit_transform_robust(m, xs[si], xt[ti])
+        if cache is None:
+            images[si], m = fit_transform_robust(m, xs[si], xt[ti])
+        else:
+            images[si], m, path, hit = cache.fit_transform(
+                m, xs[si], xt[ti], fit=fit_transform_robust
+            )
+            if files is not None:
+                files[s] = (path, hit)
         fitted[s] = m
         if query is not None and query_strata is not None:
             qi = query_strata == s

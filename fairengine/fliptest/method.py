@@ -11,9 +11,7 @@ histograms; no individual rows).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -31,7 +29,14 @@ from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.parity import metric_token
 from fairengine.results import Finding, Interval, MethodResult
-from fairengine.transport import EntropicMap, ExactOTMap, GANMap, LinearOTMap, validate_map
+from fairengine.transport import (
+    EntropicMap,
+    ExactOTMap,
+    GANMap,
+    LinearOTMap,
+    MapCache,
+    validate_map,
+)
 from fairengine.transport._base import TransportMap, as_points
 
 METHOD = "fliptest"
@@ -200,6 +205,35 @@ def _direction_details(
     return out
 
 
+def map_artifact_name(attribute: str, source: str, target: str, stratum: str | None) -> str:
+    """File name of a direction's map among the run's artifacts:
+    ``map_<attribute>_<source>_to_<target>[_label_<y>].npz`` (names made path-safe)."""
+    parts = [metric_token(attribute), metric_token(source), "to", metric_token(target)]
+    if stratum is not None:
+        parts += ["label", metric_token(stratum)]
+    return "map_" + "_".join(parts) + ".npz"
+
+
+def _map_entries(
+    res: FlipTestResult, attribute: str, source: str, target: str, by_label: bool
+) -> list[dict[str, Any]]:
+    """One entry per stratum's observed map: its file (with a map cache), the cache key (the
+    file's stem), the artifact name, and whether it was loaded instead of fitted."""
+    out = []
+    for s, m in res.maps.items():
+        path, hit = res.map_files.get(s, (None, None))
+        entry: dict[str, Any] = {
+            "stratum": f"label_{s}" if by_label else "all",
+            "estimator": type(m).__name__,
+            "artifact": map_artifact_name(attribute, source, target, s if by_label else None),
+            "path": None if path is None else str(path),
+            "cache_key": None if path is None else path.stem,
+            "loaded_from_cache": hit,
+        }
+        out.append(entry)
+    return out
+
+
 def _words(kind: str) -> str:
     return "advantaged (F+)" if kind == "positive" else "disadvantaged (F-)"
 
@@ -210,11 +244,15 @@ def run_fliptest(
     *,
     seed: int = 0,
     predict_proba: PredictProba | None = None,
+    map_cache: MapCache | None = None,
 ) -> MethodResult:
     """FlipTest (Black et al. 2020) with statistics, for every protected attribute and group pair.
 
     ``predict_proba`` maps a DataFrame of ``dataset.features`` (plus the protected attribute
     when ``config.protected_as_feature``) to P(y = 1). Without it the method is ``not_run``.
+    ``map_cache`` (:class:`~fairengine.transport.MapCache`) saves every observed map (one per
+    direction and label stratum) and loads it instead of refitting when the same estimator
+    meets the same data again; ``details.pairs[*].directions[*].maps`` lists the files.
     Findings ``fliptest_pos.<attr>.<source>_<target>`` and ``fliptest_neg....`` give the flip
     rate with a bootstrap interval and the intersection-union p-value of both nulls (see
     :mod:`fairengine.fliptest.statistics`).
@@ -252,7 +290,6 @@ def run_fliptest(
     findings: list[Finding] = []
     warnings: list[str] = []
     pair_details: list[dict[str, Any]] = []
-    fingerprint = dataset.fingerprint()
 
     for attr in attrs:
         enc = dataset.groups[attr]
@@ -335,6 +372,7 @@ def run_fliptest(
                     n_bootstrap=config.n_bootstrap,
                     stable_threshold=config.stable_threshold,
                     seed=int(rng.integers(2**31)),
+                    map_cache=map_cache,
                 )
                 target_rate = float(np.mean(decide(xt, tgt)))
                 det = _direction_details(res, config, names, target_rate)
@@ -344,19 +382,7 @@ def run_fliptest(
                     )
                     for v in det["validation"].values():
                         warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v["warnings"]]
-                key = {
-                    "data": fingerprint,
-                    "attribute": attr,
-                    "source": src,
-                    "target": tgt,
-                    "estimator": estimator.get_params(),
-                    "epsilon": res.epsilon,
-                    "mode": config.mode,
-                    "seed": seed,
-                }
-                det["map_cache_key"] = hashlib.sha256(
-                    json.dumps(key, sort_keys=True, default=str).encode()
-                ).hexdigest()
+                det["maps"] = _map_entries(res, attr, src, tgt, eo)
                 directions.append(det)
                 for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
                     t = res.tests[kind]

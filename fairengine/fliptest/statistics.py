@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,6 +43,7 @@ from fairengine.fliptest.transparency import (
     transparency_vectors,
 )
 from fairengine.transport._base import TransportMap
+from fairengine.transport.persistence import MapCache
 
 KINDS = ("positive", "negative")
 
@@ -129,6 +131,10 @@ class FlipTestResult:
     flip_frequency: dict[str, np.ndarray]
     stable_threshold: float
     epsilon: dict[str, float] = field(default_factory=dict)
+    maps: dict[str, TransportMap] = field(default_factory=dict)
+    """The observed fitted map of each stratum (str(stratum) -> map)."""
+    map_files: dict[str, tuple[Path, bool]] = field(default_factory=dict)
+    """With a map cache: str(stratum) -> (map file, loaded from the cache instead of fitted)."""
 
     def transparency_interval(
         self, kind: str, which: str = "mean_difference", confidence_level: float = 0.95
@@ -194,10 +200,15 @@ def flip_test(
     n_bootstrap: int = 49,
     stable_threshold: float = 0.5,
     seed: int = 0,
+    map_cache: MapCache | None = None,
 ) -> FlipTestResult:
     """Flipsets of ``source`` → ``target`` with both nulls, bootstrap refits and flip
     frequencies (module docstring). ``xs``/``xt`` are in original units; ``scale`` (pooled SD
-    per feature, default all ones) sets the units of the transparency reports."""
+    per feature, default all ones) sets the units of the transparency reports.
+
+    ``map_cache`` (a :class:`~fairengine.transport.MapCache`) stores the observed map(s) and
+    reuses them when the same estimator meets the same data again, e.g. when only the number
+    of refits changed. Null and bootstrap refits are never cached (their samples differ)."""
     rng = np.random.default_rng(seed)
     ss = np.zeros(len(xs), int) if strata_s is None else np.asarray(strata_s)
     st = np.zeros(len(xt), int) if strata_t is None else np.asarray(strata_t)
@@ -206,7 +217,8 @@ def flip_test(
     names = features or [f"x{j}" for j in range(d)]
 
     # observed
-    images, _, fitted = fit_images(estimator, xs, xt, ss, st)
+    files: dict[Any, tuple[Path, bool]] = {}
+    images, _, fitted = fit_images(estimator, xs, xt, ss, st, cache=map_cache, files=files)
     dec_s = np.asarray(decide(xs, source), dtype=bool)
     dec_m = np.asarray(decide(images, target), dtype=bool)
     pos, neg = flipset_masks(dec_s, dec_m)
@@ -301,4 +313,6 @@ def flip_test(
         flip_frequency={"positive": freq[0], "negative": freq[1]},
         stable_threshold=stable_threshold,
         epsilon=eps,
+        maps={str(s): m for s, m in fitted.items()},
+        map_files={str(s): f for s, f in files.items()},
     )

@@ -7,6 +7,8 @@
 * :class:`LinearOTMap` — Gaussian closed form (baseline).
 * :class:`GANMap` — the paper's WGAN with transport cost (torch, seeded).
 * :func:`validate_map` — the held-out validation protocol (``fliptest_ot.md`` §4.3).
+* ``save(path)`` / ``load(path)`` / ``to_state()`` / ``from_state()`` on every map, and
+  :class:`MapCache`, a content-addressed directory of fits (:mod:`.persistence`).
 """
 
 from fairengine.transport._base import TransportConvergenceError, TransportMap
@@ -14,6 +16,7 @@ from fairengine.transport.entropic import EntropicMap, energy_distance, sinkhorn
 from fairengine.transport.exact import ExactOTMap
 from fairengine.transport.gan import GANMap
 from fairengine.transport.linear import LinearOTMap
+from fairengine.transport.persistence import MapCache, array_fingerprint, fit_key
 from fairengine.transport.validation import MapValidation, validate_map
 
 ESTIMATORS = {
@@ -29,10 +32,13 @@ __all__ = [
     "ExactOTMap",
     "GANMap",
     "LinearOTMap",
+    "MapCache",
     "MapValidation",
     "TransportConvergenceError",
     "TransportMap",
+    "array_fingerprint",
     "energy_distance",
+    "fit_key",
     "sinkhorn_potentials",
     "validate_map",
 ]

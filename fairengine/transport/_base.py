@@ -9,6 +9,7 @@ points in the original units.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,96 @@ class TransportMap(BaseEstimator):
         """Fit, then the images of the fitted source points (in-sample map)."""
         return self.fit(source, target).transform(source)
 
+    def transform_fitted(self, source: Any) -> np.ndarray:
+        """Images of the sample the map was fitted on, equal to what ``fit_transform`` returned
+        (for every map but :class:`ExactOTMap` that is ``transform(source)``; the exact map
+        returns its plan's bijection). Used when a fitted map is loaded from a file."""
+        return self.transform(source)
+
+    # ------------------------------------------------------------------ persistence
+    def to_state(self) -> dict[str, Any]:
+        """The fitted map as ``{"header": ..., "arrays": ...}``: the class name, the
+        constructor parameters (``get_params()``) and every learned attribute (names ending in
+        ``_``), numpy arrays under ``arrays`` and all other values in the JSON ``header``
+        (:mod:`fairengine.transport.persistence`)."""
+        from fairengine.transport.persistence import FORMAT_VERSION, encode_value
+
+        self._check_fitted()
+        arrays: dict[str, np.ndarray] = {}
+        fitted: dict[str, Any] = {}
+        skip = set(self._state_skip())
+        for name, value in vars(self).items():
+            if not name.endswith("_") or name.startswith("_") or name in skip:
+                continue
+            if isinstance(value, np.ndarray):
+                arrays[name] = value
+            else:
+                fitted[name] = encode_value(value)
+        arrays.update(self._state_arrays())
+        header = {
+            "format": FORMAT_VERSION,
+            "class": type(self).__name__,
+            "params": encode_value(self.get_params()),
+            "fitted": fitted,
+        }
+        return {"header": header, "arrays": arrays}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], **params: Any) -> TransportMap:
+        """Rebuild a fitted map from :meth:`to_state` output; ``params`` override constructor
+        parameters (e.g. ``device="cpu"`` for a map fitted on a GPU). Called on
+        ``TransportMap`` it builds the class named in the state."""
+        from fairengine.transport.persistence import decode_value
+
+        header, arrays = state["header"], dict(state["arrays"])
+        name = header.get("class")
+        klass = _map_class(name) if cls is TransportMap else cls
+        if klass.__name__ != name:
+            raise DataContractError(f"the map state holds a {name}, expected {klass.__name__}")
+        init = {**decode_value(header["params"]), **params}
+        m = klass(**init)
+        for attr, value in decode_value(header["fitted"]).items():
+            setattr(m, attr, value)
+        own = {k: v for k, v in arrays.items() if k.endswith("_") and "." not in k}
+        for attr, value in own.items():
+            setattr(m, attr, value)
+        m._restore_arrays({k: v for k, v in arrays.items() if k not in own})
+        m._check_fitted()
+        return m
+
+    def save(self, path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
+        """Write the fitted map to ``path`` (``.npz``; :mod:`fairengine.transport.persistence`).
+        ``provenance`` (JSON-able: data fingerprints, cache key ...) is stored beside it."""
+        from fairengine.transport.persistence import write_state
+
+        state = self.to_state()
+        if provenance:
+            state["header"]["provenance"] = provenance
+        return write_state(state, path)
+
+    @classmethod
+    def load(cls, path: str | Path, **params: Any) -> TransportMap:
+        """Read a map written by :meth:`save` (any map class when called on ``TransportMap``);
+        ``params`` override constructor parameters."""
+        from fairengine.transport.persistence import read_state
+
+        return cls.from_state(read_state(path), **params)
+
+    def _state_skip(self) -> tuple[str, ...]:
+        """Learned attributes stored by :meth:`_state_arrays` instead (e.g. torch modules)."""
+        return ()
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """Extra arrays to store; names must contain a '.' (e.g. ``generator_.net.0.weight``)."""
+        return {}
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`_state_arrays`."""
+        if arrays:
+            raise DataContractError(
+                f"{type(self).__name__} state has unexpected arrays {sorted(arrays)[:5]}"
+            )
+
     # ------------------------------------------------------------------ helpers
     def _z(self, x: np.ndarray) -> np.ndarray:
         return (x - self.mean_) / self.scale_
@@ -133,6 +224,17 @@ class TransportMap(BaseEstimator):
 
     def _transform(self, z: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _map_class(name: Any) -> type[TransportMap]:
+    from fairengine.transport import ESTIMATORS
+
+    classes = {c.__name__: c for c in ESTIMATORS.values()}
+    if name not in classes:
+        raise DataContractError(
+            f"unknown transport map class {name!r} in the state; expected one of {sorted(classes)}"
+        )
+    return classes[name]
 
 
 def sq_euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -19,12 +19,18 @@ plan image instead; ``fit_transform`` returns the in-sample bijection directly.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import ot
 
 from fairengine.errors import DataContractError
-from fairengine.transport._base import TransportConvergenceError, TransportMap, cost_matrix
+from fairengine.transport._base import (
+    TransportConvergenceError,
+    TransportMap,
+    as_points,
+    cost_matrix,
+)
 
 
 class ExactOTMap(TransportMap):
@@ -94,6 +100,20 @@ class ExactOTMap(TransportMap):
         """Fit, then the in-sample images: the matched target points (a bijection when the
         samples have equal sizes), in original units."""
         self.fit(source, target)
+        return self._unz(self.images_)
+
+    def transform_fitted(self, source: Any) -> np.ndarray:
+        """The in-sample images (the bijection), as ``fit_transform`` returned them; ``source``
+        must be the fitted sample (checked by size and by its standardized points)."""
+        self._check_fitted()
+        arr, _ = as_points("source", source, self.n_features_in_)
+        if arr.shape != self.anchors_.shape or not np.allclose(
+            self._z(arr), self.anchors_, rtol=0.0, atol=1e-9
+        ):
+            raise DataContractError(
+                "transform_fitted: source is not the sample this ExactOTMap was fitted on; "
+                "use transform(x) for other points"
+            )
         return self._unz(self.images_)
 
     def _transform(self, z: np.ndarray) -> np.ndarray:

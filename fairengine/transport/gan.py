@@ -167,6 +167,29 @@ class GANMap(TransportMap):
         self.history_ = history
         self.seconds_ = time.perf_counter() - start
 
+    # ------------------------------------------------------------------ persistence
+    def _state_skip(self) -> tuple[str, ...]:
+        return ("generator_",)
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The generator's ``state_dict`` (float32 tensors as arrays, ``generator_.<name>``)."""
+        return {
+            f"generator_.{k}": v.detach().cpu().numpy()
+            for k, v in self.generator_.state_dict().items()
+        }
+
+    def _restore_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        prefix = "generator_."
+        state = {k[len(prefix) :]: torch.from_numpy(v) for k, v in arrays.items()}
+        if not state or len(state) != len(arrays) or not all(k.startswith(prefix) for k in arrays):
+            raise DataContractError(
+                f"GANMap state must hold the generator's weights ({prefix}*), got "
+                f"{sorted(arrays)[:5]}"
+            )
+        g_net = _Generator(int(self.n_features_in_), self.width, self.residual)
+        g_net.load_state_dict(state)
+        self.generator_ = g_net.to(torch.device(self.device)).eval()
+
     def _transform(self, z: np.ndarray) -> np.ndarray:
         dev = torch.device(self.device)
         with torch.no_grad():
