@@ -3,14 +3,14 @@
 ``registry_audit_flow(model_name, model_version, reason, base_config)`` takes a base audit
 config (a YAML path or a dict: data source, columns, methods; its ``model`` section is replaced),
 points it at ``models:/<name>/<version>`` and runs :func:`flows.audit.audit_flow` as a subflow,
-which logs the audit run and tags the model version with ``fairengine.verdict`` /
-``fairengine.audit_run_id``.
+which logs the audit run and tags the model version with ``fairness.verdict`` /
+``fairness.audit_run_id`` (tag names: :data:`tasks.mlflow_log.TAGS`).
 
 Idempotent per (model name, version, event): an audit that already ran for that key is not
 re-run, whoever asks (a duplicate webhook delivery, the sensor seeing the same version, a
 re-triggered automation). Two records, checked in order:
 
-1. MLflow: a run in the audit experiment tagged ``fairengine.trigger_key = <key>``
+1. MLflow: a run in the audit experiment tagged ``fairness.trigger_key = <key>``
    (the tag is written once the audit run has been logged; it survives a Prefect reset);
 2. a Prefect Variable ``fairengine-audit-<key>``, *created* atomically before auditing (the
    server refuses a second create with 409, so two concurrent flow runs cannot both audit). It
@@ -32,10 +32,11 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from deployments.registry_events import AUDIT_FLOW_NAME, audit_key
+from tasks.mlflow_log import TAGS
 
 CONFIG_ENV = "FAIRENGINE_AUDIT_CONFIG"
 CLAIM_PREFIX = "fairengine-audit-"
-TRIGGER_KEY_TAG = "fairengine.trigger_key"
+TRIGGER_KEY_TAG = TAGS.trigger_key
 DEFAULT_CLAIM_TTL_SECONDS = 3 * 3600.0
 
 
@@ -133,13 +134,13 @@ def release_claim(key: str) -> None:
 
 
 def find_audit_run(client: Any, experiment: str, key: str) -> str | None:
-    """Id of a logged audit run tagged with ``key``, if any."""
+    """Id of a completely logged (``FINISHED``) audit run tagged with ``key``, if any."""
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         return None
     runs = client.search_runs(
         [exp.experiment_id],
-        filter_string=f"tags.`{TRIGGER_KEY_TAG}` = '{key}'",
+        filter_string=f"tags.`{TRIGGER_KEY_TAG}` = '{key}' and attributes.status = 'FINISHED'",
         max_results=1,
     )
     return runs[0].info.run_id if runs else None
@@ -237,10 +238,10 @@ def registry_audit_flow(
             base_dir,
             run_tags={
                 TRIGGER_KEY_TAG: key,
-                "fairengine.trigger": reason_key,
-                "fairengine.trigger_source": source,
-                "fairengine.trigger_alias": alias or "",
-                "fairengine.prefect_flow_run_id": str(flow_run.id),
+                TAGS.trigger: reason_key,
+                TAGS.trigger_source: source,
+                TAGS.trigger_alias: alias or "",
+                TAGS.prefect_flow_run_id: str(flow_run.id),
             },
         )
     except BaseException:

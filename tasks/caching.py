@@ -13,20 +13,28 @@ of these are unchanged:
   ``fairengine`` package source, so a change in the math invalidates its results.
 
 Changing one method's parameters changes only that step's key, so only it is recomputed.
+
+Data validation (Great Expectations, :func:`tasks.validate.validate_data`) can be cached the same
+way with :func:`validation_cache_options`: its key is the content fingerprint of the validated
+table (every column, scores included), the column roles, the checks' parameters and the source
+of ``tasks/validate.py`` plus the engine. A failed validation raises, so it is never cached.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect.cache_policies import TASK_SOURCE, CachePolicy
 
-from fairengine.dataset import AuditDataset
+from fairengine.dataset import AuditDataset, frame_fingerprint
 from fairengine.results import to_jsonable
 
 MODEL_ARGUMENTS = frozenset({"model", "predict_proba"})
@@ -44,6 +52,15 @@ def engine_source_hash() -> str:
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+@cache
+def module_source_hash(module: str) -> str:
+    """SHA-256 of the source file of ``module`` (found without importing it)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"cannot hash the source of module {module!r}: not found")
+    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
 
 
 def dataset_identity(dataset: AuditDataset) -> str:
@@ -96,3 +113,44 @@ def method_cache_policy(
     """The cache policy of a method step: :class:`AuditStepPolicy` plus the task's source."""
     policy = AuditStepPolicy(data=dataset_identity(dataset), model=model_identity(model_info))
     return (policy + TASK_SOURCE).configure(key_storage=key_storage)
+
+
+@dataclass
+class FrameStepPolicy(CachePolicy):
+    """Key of a step over a raw table: content fingerprint of every DataFrame input (all its
+    columns, in order), the other inputs as JSON, the engine source and ``source_modules``."""
+
+    source_modules: tuple[str, ...] = ()
+
+    def compute_key(
+        self,
+        task_ctx: Any,
+        inputs: dict[str, Any],
+        flow_parameters: dict[str, Any],
+        **kwargs: Any,
+    ) -> str | None:
+        h = hashlib.sha256(engine_source_hash().encode())
+        for module in self.source_modules:
+            h.update(module_source_hash(module).encode())
+        for name in sorted(inputs):
+            value = inputs[name]
+            h.update(name.encode())
+            if isinstance(value, pd.DataFrame):
+                h.update(frame_fingerprint(value, list(value.columns)).encode())
+            else:
+                h.update(json.dumps(to_jsonable(value), sort_keys=True).encode())
+        return h.hexdigest()
+
+
+def validation_cache_options(root: Path | None, expiration_days: float = 30.0) -> dict[str, Any]:
+    """``Task.with_options`` keywords that cache :func:`tasks.validate.validate_data` under
+    ``root`` (the audit's cache directory); ``{}`` when ``root`` is ``None`` (cache off)."""
+    if root is None:
+        return {}
+    policy = FrameStepPolicy(source_modules=("tasks.validate",)) + TASK_SOURCE
+    return {
+        "cache_policy": policy.configure(key_storage=root / "keys"),
+        "persist_result": True,
+        "result_storage": root / "results",
+        "cache_expiration": timedelta(days=expiration_days),
+    }

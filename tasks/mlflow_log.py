@@ -1,22 +1,117 @@
-"""Record an audit in MLflow: params, flat metrics, the JSON result and the HTML report.
+"""Record an audit in MLflow: params, flat metrics, the JSON result, the HTML report and the
+methods' own artifact files.
 
-The audit run is linked to the audited model version by tags on both sides:
-the run carries ``fairengine.model_name``/``fairengine.model_version``; the model version carries
-``fairengine.verdict``, ``fairengine.audit_run_id`` and ``fairengine.audit_id``.
+The audit run is linked to the audited model version by tags on both sides (names in
+:data:`TAGS`): the run carries ``fairness.model_name``/``fairness.model_version``; the model
+version carries ``fairness.verdict``, ``fairness.audit_run_id``, ``fairness.audit_id`` and
+``fairness.report_uri``.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
+import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairengine.results import AuditResult
+from fairengine.results import AuditResult, MethodResult
 from tasks.settings import default_artifact_root, default_tracking_uri
 
 MLFLOW_PARAM_LIMIT = 6000  # characters per param value in MLflow 3
+
+
+@dataclass(frozen=True)
+class AuditTags:
+    """The MLflow tag names FairEngine writes and reads: one set, used by the flow, the
+    deployments' idempotency check, the trend table and the tests.
+
+    On the audited **model version**: ``verdict``, ``audit_run_id``, ``audit_id``,
+    ``report_uri``. On the **audit run**: ``audit_id``, ``verdict``, ``kind``, ``model_name``,
+    ``model_version``, ``model_uri`` and, for deployment-triggered audits, ``trigger``,
+    ``trigger_source``, ``trigger_alias``, ``trigger_key``, ``prefect_flow_run_id``.
+    """
+
+    verdict: str = "fairness.verdict"
+    audit_run_id: str = "fairness.audit_run_id"
+    audit_id: str = "fairness.audit_id"
+    report_uri: str = "fairness.report_uri"
+    kind: str = "fairness.kind"
+    model_name: str = "fairness.model_name"
+    model_version: str = "fairness.model_version"
+    model_uri: str = "fairness.model_uri"
+    trigger: str = "fairness.trigger"
+    trigger_source: str = "fairness.trigger_source"
+    trigger_alias: str = "fairness.trigger_alias"
+    trigger_key: str = "fairness.trigger_key"
+    prefect_flow_run_id: str = "fairness.prefect_flow_run_id"
+
+
+TAGS = AuditTags()
+"""The tag names (``TAGS.verdict == "fairness.verdict"``, ...)."""
+
+METHOD_ARTIFACTS_DIR = "artifacts"
+"""Method artifact files are logged under ``artifacts/<method>/<name>`` of the audit run."""
+
+
+def _warn(message: str, *args: Any) -> None:
+    """A warning in the Prefect run log inside a flow, in the ``logging`` tree outside one."""
+    try:
+        logger: Any = get_run_logger()
+    except Exception:  # no active flow/task run (e.g. ``fairengine log``)
+        logger = logging.getLogger(__name__)
+    logger.warning(message, *args)
+
+
+def _artifact_name(entry: dict[str, Any], source: Path) -> str | None:
+    """The artifact's relative name (``entry["name"]`` or the file's name); ``None`` if unsafe."""
+    name = str(entry.get("name") or source.name)
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if not parts or PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
+        return None
+    return "/".join(parts)
+
+
+def stage_method_artifacts(methods: list[MethodResult], staging: Path) -> dict[str, list[str]]:
+    """Copy each method's ``details["artifacts"]`` files to ``staging/<method>/<name>``.
+
+    ``details["artifacts"]`` is a list of ``{"path": <local file>, "name": <artifact file
+    name>}``. An entry that is malformed, names a missing file or an unsafe name (absolute or
+    with ``..``) is skipped with a warning: a lost artifact must not lose the audit record.
+    Returns the staged names per method.
+    """
+    staged: dict[str, list[str]] = {}
+    for method in methods:
+        entries = (method.details or {}).get("artifacts") or []
+        if not isinstance(entries, list):
+            _warn("%s: details['artifacts'] is not a list; no artifact logged", method.method)
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or not entry.get("path"):
+                _warn("%s: artifact entry %r has no 'path'; skipped", method.method, entry)
+                continue
+            source = Path(str(entry["path"])).expanduser()
+            if not source.is_file():
+                _warn("%s: artifact file %s does not exist; skipped", method.method, source)
+                continue
+            name = _artifact_name(entry, source)
+            if name is None:
+                _warn(
+                    "%s: artifact name %r must be a relative path without '..'; skipped",
+                    method.method,
+                    entry.get("name"),
+                )
+                continue
+            target = staging / method.method / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            staged.setdefault(method.method, []).append(name)
+    return staged
 
 
 def flatten_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -43,6 +138,23 @@ def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
     return client.create_experiment(name, artifact_location=location)
 
 
+def discard_partial_run(client: Any, run_id: str) -> None:
+    """Mark a run whose logging failed ``FAILED`` and move it to MLflow's trash (``delete_run``).
+
+    No half-logged audit stays visible (run searches, the UI, the trend table, the deployments'
+    idempotency check); ``mlflow runs restore --run-id <id>`` brings it back for debugging.
+    Errors here are logged, not raised: the store may be what failed.
+    """
+    for step in ("set_terminated", "delete_run"):
+        try:
+            if step == "set_terminated":
+                client.set_terminated(run_id, "FAILED")
+            else:
+                client.delete_run(run_id)
+        except Exception as exc:
+            _warn("could not %s partial MLflow run %s: %s", step, run_id, exc)
+
+
 def log_audit(
     result: AuditResult,
     html: str,
@@ -55,8 +167,12 @@ def log_audit(
 ) -> dict[str, str]:
     """Create the audit run and log everything; returns run id, experiment id and artifact URI.
 
-    The audited model version (when there is one) is tagged ``fairengine.verdict``,
-    ``fairengine.audit_run_id``, ``fairengine.audit_id`` and ``fairengine.report_uri``; with
+    Artifacts: ``audit/audit.json``, ``audit/report.html`` and every file a method listed in
+    ``details["artifacts"]`` under ``artifacts/<method>/`` (see :func:`stage_method_artifacts`).
+    If logging fails after the run was created, the run is discarded
+    (:func:`discard_partial_run`) and the error re-raised: a retry starts a fresh run.
+    The audited model version (when there is one) is tagged ``fairness.verdict``,
+    ``fairness.audit_run_id``, ``fairness.audit_id`` and ``fairness.report_uri``; with
     ``approve_alias`` and a ``pass`` verdict the alias is moved to that version. ``run_tags``
     are added to the run when it is created (e.g. what triggered the audit).
     """
@@ -67,16 +183,16 @@ def log_audit(
     exp_id = ensure_experiment(client, experiment, tracking_uri)
     model = result.model
     tags = {
-        "fairengine.audit_id": result.audit_id,
-        "fairengine.verdict": result.verdict.status,
-        "fairengine.kind": "audit",
+        TAGS.audit_id: result.audit_id,
+        TAGS.verdict: result.verdict.status,
+        TAGS.kind: "audit",
         **(run_tags or {}),
     }
     if model.get("name"):
-        tags["fairengine.model_name"] = str(model["name"])
-        tags["fairengine.model_version"] = str(model.get("version"))
+        tags[TAGS.model_name] = str(model["name"])
+        tags[TAGS.model_version] = str(model.get("version"))
     if model.get("uri"):
-        tags["fairengine.model_uri"] = str(model["uri"])
+        tags[TAGS.model_uri] = str(model["uri"])
     run_name = (
         f"audit-{model.get('name') or result.dataset.get('name') or 'data'}-{result.audit_id}"
     )
@@ -97,18 +213,23 @@ def log_audit(
             client.log_batch(run_id, metrics=entries[i : i + 500])
         client.log_dict(run_id, result.to_dict(), "audit/audit.json")
         client.log_text(run_id, html, "audit/report.html")
+        with tempfile.TemporaryDirectory(prefix="fairengine-artifacts-") as tmp:
+            for method in stage_method_artifacts(result.methods, Path(tmp)):
+                client.log_artifacts(
+                    run_id, str(Path(tmp) / method), f"{METHOD_ARTIFACTS_DIR}/{method}"
+                )
         client.set_terminated(run_id, "FINISHED")
-    except Exception:
-        client.set_terminated(run_id, "FAILED")
+    except BaseException:
+        discard_partial_run(client, run_id)
         raise
     artifact_uri = client.get_run(run_id).info.artifact_uri
     name, version = model.get("name"), model.get("version")
     if tag_model_version and name and version:
         for key, value in {
-            "fairengine.verdict": result.verdict.status,
-            "fairengine.audit_run_id": run_id,
-            "fairengine.audit_id": result.audit_id,
-            "fairengine.report_uri": f"{artifact_uri}/audit/report.html",
+            TAGS.verdict: result.verdict.status,
+            TAGS.audit_run_id: run_id,
+            TAGS.audit_id: result.audit_id,
+            TAGS.report_uri: f"{artifact_uri}/audit/report.html",
         }.items():
             client.set_model_version_tag(name, str(version), key, value)
     if approve_alias and name and version and result.verdict.status == "pass":
@@ -166,9 +287,7 @@ def previous_audits(
     quoted = model_name.replace("\\", "\\\\").replace("'", "\\'")
     runs = client.search_runs(
         [exp.experiment_id],
-        filter_string=(
-            f"tags.`fairengine.model_name` = '{quoted}' and attributes.status = 'FINISHED'"
-        ),
+        filter_string=f"tags.`{TAGS.model_name}` = '{quoted}' and attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
         max_results=limit,
     )
@@ -176,9 +295,9 @@ def previous_audits(
     return [
         {
             "run_id": r.info.run_id,
-            "audit_id": r.data.tags.get("fairengine.audit_id"),
-            "model_version": r.data.tags.get("fairengine.model_version"),
-            "verdict": r.data.tags.get("fairengine.verdict"),
+            "audit_id": r.data.tags.get(TAGS.audit_id),
+            "model_version": r.data.tags.get(TAGS.model_version),
+            "verdict": r.data.tags.get(TAGS.verdict),
             "started_ms": r.info.start_time,
             "estimates": {k: v for k, v in r.data.metrics.items() if k in wanted},
         }

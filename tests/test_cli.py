@@ -95,7 +95,7 @@ def test_demo_end_to_end_with_default_local_store(tmp_path: Path) -> None:
     }
     assert Path(exp.artifact_location.removeprefix("file://")).is_relative_to(home)
     mv = client.get_model_version("fairengine-demo-hiring", "1")
-    assert mv.tags["fairengine.verdict"] == "fail"
+    assert mv.tags["fairness.verdict"] == "fail"
     # the written audit.yaml re-runs the same audit
     assert (home / "demo" / "audit.yaml").is_file()
     again = cli("audit", "--config", str(home / "demo" / "audit.yaml"), "--no-mlflow", env=env)

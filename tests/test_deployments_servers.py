@@ -107,14 +107,14 @@ class Stack:
         exp = self.client.get_experiment_by_name(EXPERIMENT)
         if exp is None:
             return []
-        flt = f"tags.`fairengine.model_name` = '{model}'"
+        flt = f"tags.`fairness.model_name` = '{model}'"
         if version is not None:
-            flt += f" AND tags.`fairengine.model_version` = '{version}'"
+            flt += f" AND tags.`fairness.model_version` = '{version}'"
         return self.client.search_runs([exp.experiment_id], filter_string=flt, max_results=100)
 
     def verdict_tag(self, version: str) -> dict[str, str] | None:
         tags = self.client.get_model_version(MODEL, version).tags
-        return tags if "fairengine.verdict" in tags else None
+        return tags if "fairness.verdict" in tags else None
 
     def settle(self, timeout: float = AUDIT_TIMEOUT) -> None:
         """Wait until every triggered flow run of the audit deployment has finished."""
@@ -290,7 +290,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 def _one_run_per_trigger(runs: list[Any]) -> dict[str, Any]:
     by_trigger: dict[str, list[Any]] = {}
     for r in runs:
-        by_trigger.setdefault(r.data.tags.get("fairengine.trigger", "?"), []).append(r)
+        by_trigger.setdefault(r.data.tags.get("fairness.trigger", "?"), []).append(r)
     assert all(len(v) == 1 for v in by_trigger.values()), {
         k: [r.info.run_id for r in v] for k, v in by_trigger.items()
     }
@@ -338,14 +338,14 @@ def test_cron_schedule_produces_an_audit(stack: Stack) -> None:
     (run,) = [
         r
         for r in stack.audit_runs(model=SCHED_MODEL)
-        if r.data.tags.get("fairengine.prefect_flow_run_id") == first["id"]
+        if r.data.tags.get("fairness.prefect_flow_run_id") == first["id"]
     ]
     assert run.info.status == "FINISHED"
-    assert run.data.tags["fairengine.trigger"].startswith("schedule@")
-    assert run.data.tags["fairengine.trigger_source"] == "schedule"
-    assert run.data.tags["fairengine.trigger_alias"] == "champion"
-    assert run.data.tags["fairengine.model_uri"] == f"models:/{SCHED_MODEL}/1"  # champion -> 1
-    assert stack.client.get_model_version(SCHED_MODEL, "1").tags["fairengine.verdict"] in {
+    assert run.data.tags["fairness.trigger"].startswith("schedule@")
+    assert run.data.tags["fairness.trigger_source"] == "schedule"
+    assert run.data.tags["fairness.trigger_alias"] == "champion"
+    assert run.data.tags["fairness.model_uri"] == f"models:/{SCHED_MODEL}/1"  # champion -> 1
+    assert stack.client.get_model_version(SCHED_MODEL, "1").tags["fairness.verdict"] in {
         "pass",
         "fail",
         "incomplete",
@@ -370,19 +370,19 @@ def test_registering_a_version_audits_it_once(stack: Stack) -> None:
     assert set(runs) == {"mlflow.model_version.created", "mlflow.model_version_alias.created"}
     run = runs["mlflow.model_version.created"]
     assert run.info.status == "FINISHED"
-    assert run.data.tags["fairengine.trigger_source"] == "webhook"
-    assert run.data.tags["fairengine.model_uri"] == f"models:/{MODEL}/1"
+    assert run.data.tags["fairness.trigger_source"] == "webhook"
+    assert run.data.tags["fairness.model_uri"] == f"models:/{MODEL}/1"
     assert any(k.startswith("dp_gap.gender.") for k in run.data.metrics)  # a real audit
     alias_run = runs["mlflow.model_version_alias.created"]
-    assert alias_run.data.tags["fairengine.trigger_alias"] == "champion"
+    assert alias_run.data.tags["fairness.trigger_alias"] == "champion"
     # the version carries the verdict of the audit run it names
     tags = stack.client.get_model_version(MODEL, version).tags
-    assert tags["fairengine.audit_run_id"] in {r.info.run_id for r in runs.values()}
+    assert tags["fairness.audit_run_id"] in {r.info.run_id for r in runs.values()}
     assert (
-        tags["fairengine.verdict"]
-        == (stack.client.get_run(tags["fairengine.audit_run_id"]).data.tags["fairengine.verdict"])
+        tags["fairness.verdict"]
+        == (stack.client.get_run(tags["fairness.audit_run_id"]).data.tags["fairness.verdict"])
     )
-    assert tags["fairengine.verdict"] in {"pass", "fail", "incomplete"}
+    assert tags["fairness.verdict"] in {"pass", "fail", "incomplete"}
     _, health = http("GET", stack.receiver_url.rsplit("/", 2)[0] + "/healthz")
     assert health["counts"] == {"accepted": 2}
 
@@ -496,12 +496,12 @@ def test_polling_sensor_emits_the_same_events(stack: Stack) -> None:
     stack.settle()
     assert stack.failed_runs() == []
     (run2,) = stack.audit_runs("2")
-    assert run2.data.tags["fairengine.trigger"] == "mlflow.model_version.created"
-    assert run2.data.tags["fairengine.trigger_source"] == "webhook"
-    assert stack.verdict_tag("2")["fairengine.audit_run_id"] == run2.info.run_id
+    assert run2.data.tags["fairness.trigger"] == "mlflow.model_version.created"
+    assert run2.data.tags["fairness.trigger_source"] == "webhook"
+    assert stack.verdict_tag("2")["fairness.audit_run_id"] == run2.info.run_id
     (run3,) = stack.audit_runs("3")
-    assert run3.data.tags["fairengine.trigger_source"] == "sensor"
-    assert stack.verdict_tag("3")["fairengine.audit_run_id"] == run3.info.run_id
+    assert run3.data.tags["fairness.trigger_source"] == "sensor"
+    assert stack.verdict_tag("3")["fairness.audit_run_id"] == run3.info.run_id
     assert set(_one_run_per_trigger(stack.audit_runs("1"))) == {
         "mlflow.model_version.created",
         "mlflow.model_version_alias.created",
@@ -599,7 +599,7 @@ def test_flow_skips_an_audit_that_ran_or_is_running(stack: Stack) -> None:
     assert final["parameters"]["source"] == "webhook"
     assert _finished(stack, claimed)["state_type"] == "COMPLETED"
     assert len(_one_run_per_trigger(stack.audit_runs("1"))) == 2  # unchanged
-    assert [r.data.tags["fairengine.trigger"] for r in stack.audit_runs("3")] == [
+    assert [r.data.tags["fairness.trigger"] for r in stack.audit_runs("3")] == [
         "mlflow.model_version.created"
     ]
     status, var = http("GET", f"{stack.prefect_api}/variables/name/{claim_name(key)}")

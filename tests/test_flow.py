@@ -106,7 +106,7 @@ def test_audit_of_scores_in_a_csv(tmp_path: Path, client) -> None:
     assert mrun.data.metrics["dp_gap.sex.female_male.pvalue_adj"] == pytest.approx(
         dp.adjusted_pvalue
     )
-    assert mrun.data.tags["fairengine.verdict"] == "fail"
+    assert mrun.data.tags["fairness.verdict"] == "fail"
     names = {a.path for a in client.list_artifacts(run_id, "audit")}
     assert names == {"audit/audit.json", "audit/report.html"}
     local = client.download_artifacts(run_id, "audit/audit.json", str(tmp_path / "dl"))
@@ -174,13 +174,13 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
     html = Path(run.report_path).read_text()
     assert "Trend across audits of this model" in html
     mv = client.get_model_version("credit-scorer", version)
-    assert mv.tags["fairengine.verdict"] == run.result.verdict.status
-    assert mv.tags["fairengine.audit_run_id"] == run.mlflow["run_id"]
-    assert mv.tags["fairengine.report_uri"] == f"{run.mlflow['artifact_uri']}/audit/report.html"
+    assert mv.tags["fairness.verdict"] == run.result.verdict.status
+    assert mv.tags["fairness.audit_run_id"] == run.mlflow["run_id"]
+    assert mv.tags["fairness.report_uri"] == f"{run.mlflow['artifact_uri']}/audit/report.html"
     # the approval alias moves to the version only when the audit passes
     aliases = client.get_registered_model("credit-scorer").aliases
     assert ("fair-approved" in aliases) == (run.result.verdict.status == "pass")
-    assert client.get_run(run.mlflow["run_id"]).data.tags["fairengine.model_version"] == version
+    assert client.get_run(run.mlflow["run_id"]).data.tags["fairness.model_version"] == version
 
 
 def _assert_nothing_written(out: Path, client, experiment: str) -> None:
@@ -372,8 +372,8 @@ def test_passing_audit_moves_the_approval_alias_and_tags_the_version(
         tracking_uri=uri,
         experiment="t-approve",
         approve_alias="fair-approved",
-        run_tags={"fairengine.trigger": "test"},
+        run_tags={"fairness.trigger": "test"},
     )
     mv = client.get_model_version_by_alias("approved-model", "fair-approved")
-    assert str(mv.version) == version and mv.tags["fairengine.verdict"] == "pass"
-    assert client.get_run(out["run_id"]).data.tags["fairengine.trigger"] == "test"
+    assert str(mv.version) == version and mv.tags["fairness.verdict"] == "pass"
+    assert client.get_run(out["run_id"]).data.tags["fairness.trigger"] == "test"
