@@ -251,6 +251,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
             events=["model_version.created", "model_version_alias.created"],
             secret=s.secret,
         ).webhook_id
+        # the server caches the webhooks of each event for MLFLOW_WEBHOOK_CACHE_TTL=1 s, and the
+        # registrations above cached "none": a version registered within that second (a quiet
+        # machine gets here that fast) would not be delivered
+        time.sleep(1.5)
 
         out, _ = first_poll.communicate(timeout=180)
         assert first_poll.returncode == 0, out.decode(errors="replace")[-3000:]
