@@ -11,7 +11,7 @@ Follows LiFT's conventions (``../shared/docs/lift-semantics.md`` §1.1):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.special import expit
@@ -48,6 +48,21 @@ def check_threshold(threshold: float | None) -> float | None:
             f"raw scores), got {t}"
         )
     return t
+
+
+def positive_class_scores(output: Any, n_rows: int) -> np.ndarray | None:
+    """Scores of the positive class from a model's ``predict`` output (array or pandas):
+    column 1 of two class probabilities, the only column of one, or the 1-D output itself;
+    ``None`` when the output is not one score per row of ``n_rows``."""
+    values = output.to_numpy() if hasattr(output, "to_numpy") else output
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 2 and arr.shape[1] == 2:
+        arr = arr[:, 1]
+    elif arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        return None
+    return arr
 
 
 def to_probability(score: np.ndarray, score_type: ScoreType) -> np.ndarray:

@@ -52,7 +52,7 @@ class MitigatedModel(PythonModel):
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> np.ndarray:
-        from fairengine.scores import to_probability
+        from fairengine.scores import positive_class_scores, to_probability
 
         frame = pd.DataFrame(model_input)
         features = self.rule["feature_columns"]
@@ -60,8 +60,12 @@ class MitigatedModel(PythonModel):
         if missing:
             raise ValueError(f"the mitigated model needs the feature column(s) {missing}")
         out = self.base.predict(frame[features])
-        arr = np.asarray(out.to_numpy() if hasattr(out, "to_numpy") else out, dtype=float)
-        score = arr[:, 1] if arr.ndim == 2 and arr.shape[1] == 2 else arr.reshape(len(frame))
+        score = positive_class_scores(out, len(frame))
+        if score is None:
+            raise ValueError(
+                f"the base model returned output of shape {np.shape(out)} for {len(frame)} "
+                "rows; expected one score per row (or two class probabilities)"
+            )
         score = to_probability(score, self.rule["score_type"])
         pi, unknown = apply_rule(self.rule, frame, score)
         if unknown:

@@ -11,6 +11,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.errors import ModelLoadError
+from fairengine.scores import positive_class_scores
 
 SCORE_COLUMN = "_fairengine_score"
 _REGISTRY_URI = re.compile(
@@ -77,14 +78,8 @@ def predict_scores(model: Any, features: pd.DataFrame) -> np.ndarray:
             f"the model could not score the audit data (feature columns {list(features.columns)}): "
             f"{type(exc).__name__}: {first_line(exc)}"
         ) from None
-    arr = np.asarray(
-        out.to_numpy() if isinstance(out, pd.DataFrame | pd.Series) else out, dtype=float
-    )
-    if arr.ndim == 2 and arr.shape[1] == 2:
-        arr = arr[:, 1]
-    elif arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1 or arr.shape[0] != len(features):
+    arr = positive_class_scores(out, len(features))
+    if arr is None:
         raise ModelLoadError(
             f"the model returned output of shape {np.shape(out)} for {len(features)} rows; "
             "expected one score per row (or two class probabilities)"

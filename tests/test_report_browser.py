@@ -73,8 +73,29 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_report(result, tmp_path_factory.mktemp("report"))
 
 
-@pytest.fixture(scope="module")
-def page_data(report_file: Path) -> dict:
+PAGE_DATA = """() => ({
+  title: document.title,
+  h1: document.querySelector('h1')?.textContent,
+  headings: [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')]
+      .map(h => Number(h.tagName[1])),
+  scripts: document.querySelectorAll('script').length,
+  imgs: document.querySelectorAll('img').length,
+  tables: [...document.querySelectorAll('table')].map(t => ({
+      th: t.querySelectorAll('th').length,
+      rows: t.querySelectorAll('tr').length})),
+  verdictText: document.querySelector('#verdict')?.innerText || '',
+  bodyText: document.body.innerText,
+  svgs: document.querySelectorAll('svg').length,
+  sections: [...document.querySelectorAll('section[id]')].map(s => s.id),
+})"""
+
+
+def load_in_chromium(
+    path: Path, screenshot: Path, script: str, print_script: str | None = None
+) -> dict:
+    """Open ``path`` in headless Chromium (1280 px wide), save a full-page ``screenshot`` and
+    return what ``script`` evaluates to, plus the console errors, page errors, dialogs and
+    requests seen while loading; ``print_script`` is evaluated again under print media."""
     executable = chromium_path()
     from playwright.sync_api import sync_playwright
 
@@ -93,27 +114,13 @@ def page_data(report_file: Path) -> dict:
             page.on("pageerror", lambda e: page_errors.append(str(e)))
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.on("request", lambda r: requests.append(r.url))
-            page.goto(report_file.as_uri(), wait_until="load")
+            page.goto(path.as_uri(), wait_until="load")
             ARTIFACTS.mkdir(exist_ok=True)
-            screenshot = ARTIFACTS / "report-browser.png"
             page.screenshot(path=str(screenshot), full_page=True)
-            data = page.evaluate(
-                """() => ({
-                  title: document.title,
-                  h1: document.querySelector('h1')?.textContent,
-                  headings: [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')]
-                      .map(h => Number(h.tagName[1])),
-                  scripts: document.querySelectorAll('script').length,
-                  imgs: document.querySelectorAll('img').length,
-                  tables: [...document.querySelectorAll('table')].map(t => ({
-                      th: t.querySelectorAll('th').length,
-                      rows: t.querySelectorAll('tr').length})),
-                  verdictText: document.querySelector('#verdict')?.innerText || '',
-                  bodyText: document.body.innerText,
-                  svgs: document.querySelectorAll('svg').length,
-                  sections: [...document.querySelectorAll('section[id]')].map(s => s.id),
-                })"""
-            )
+            data = page.evaluate(script)
+            if print_script is not None:
+                page.emulate_media(media="print")
+                data["print"] = page.evaluate(print_script)
         finally:
             browser.close()
     data.update(
@@ -124,6 +131,11 @@ def page_data(report_file: Path) -> dict:
         screenshot=screenshot,
     )
     return data
+
+
+@pytest.fixture(scope="module")
+def page_data(report_file: Path) -> dict:
+    return load_in_chromium(report_file, ARTIFACTS / "report-browser.png", PAGE_DATA)
 
 
 def test_report_opens_without_errors_and_saves_a_screenshot(page_data: dict) -> None:

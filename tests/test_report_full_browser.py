@@ -22,13 +22,17 @@ from pathlib import Path
 
 import pytest
 from report_full_audit import build_full_audit
-from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
+from test_report_browser import ARTIFACTS, load_in_chromium
 
 from fairengine.results import AuditResult
 from flows.method_steps import METHOD_STEPS
 from tasks.report import DETAIL_VIEWS, write_report
 
 SCREENSHOT = ARTIFACTS / "report-full-browser.png"
+PRINT_DATA = """() => ({
+  toc: getComputedStyle(document.querySelector('nav.toc')).display,
+  figure: getComputedStyle(document.querySelector('figure.plot')).maxWidth,
+})"""
 
 PAGE_DATA = """() => {
   const text = el => (el ? el.innerText.trim() : '');
@@ -80,37 +84,7 @@ def report(full_audit: AuditResult, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def page_data(report: Path) -> dict:
-    executable = chromium_path()
-    from playwright.sync_api import sync_playwright
-
-    console_errors: list[str] = []
-    page_errors: list[str] = []
-    requests: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on(
-                "console",
-                lambda m: console_errors.append(m.text) if m.type == "error" else None,
-            )
-            page.on("pageerror", lambda e: page_errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(report.as_uri(), wait_until="load")
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
-            data = page.evaluate(PAGE_DATA)
-            page.emulate_media(media="print")
-            data["print"] = page.evaluate(
-                """() => ({
-                  toc: getComputedStyle(document.querySelector('nav.toc')).display,
-                  figure: getComputedStyle(document.querySelector('figure.plot')).maxWidth,
-                })"""
-            )
-        finally:
-            browser.close()
-    data.update(console_errors=console_errors, page_errors=page_errors, requests=requests)
-    return data
+    return load_in_chromium(report, SCREENSHOT, PAGE_DATA, PRINT_DATA)
 
 
 def test_the_audit_ran_every_method(full_audit: AuditResult) -> None:

@@ -11,6 +11,9 @@ its threshold), so:
   Monte-Carlo noise from the randomisation); ε per draw as in the audit
   (:func:`fairengine.intersectional.metrics.pairwise_epsilon`). Reported: the point estimate, the
   equal-tailed interval, the one-sided upper bound, P(ε ≤ target) and the pair attaining ε.
+The cells have the layout of the audit's count table with "above" in the place of ŷ, so the
+audit's :func:`~fairengine.intersectional.metrics.rate_counts` reads (u, d) off them.
+
 * **Realised ε.** What an auditor sees after drawing the decisions: per cell, positives ~
   Binomial(rows, π); the distribution of ε over ``n_realised`` draws.
 * **Loss, accuracy, TPR, FPR, selection rate**: means of per-row expected values over the cells,
@@ -25,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fairengine.intersectional.metrics import pairwise_epsilon
+from fairengine.intersectional.metrics import pairwise_epsilon, rate_counts
 from fairengine.mitigation.rates import CONSTRAINT_RATES, support_mask
 from fairengine.mitigation.scores import check_rows
 
@@ -109,14 +112,6 @@ def rule_cells(
     return cells, rows
 
 
-def _rate_cells(cells: np.ndarray, rate: str) -> tuple[np.ndarray, np.ndarray]:
-    """(u, d) of ``rate`` from ``C[..., s, y, above]``."""
-    if rate == "selection_rate":
-        return cells[..., :, 1].sum(axis=-1), cells.sum(axis=(-2, -1))
-    y = 1 if rate == "tpr" else 0
-    return cells[..., y, 1], cells[..., y, :].sum(axis=-1)
-
-
 def _cell_mean(
     value: np.ndarray, cells: np.ndarray, rows: np.ndarray, select: np.ndarray, z: float
 ) -> Estimate:
@@ -185,7 +180,7 @@ def evaluate_rule(
             masks[r] = support_mask(
                 r, rows.sum(axis=2), min_support=min_support, exclude_sparse=exclude_sparse
             )
-        u, d = _rate_cells(cells, r)
+        u, d = rate_counts(cells, r)
         expected = q * u + p * (d - u)
         with np.errstate(invalid="ignore", divide="ignore"):
             point[r] = np.where(
@@ -194,7 +189,7 @@ def evaluate_rule(
         share = rng.beta(a0 + u, b0 + np.maximum(d - u, 0.0), size=(n_draws, k))
         draws[r] = p + (q - p) * share
         if pos is not None:
-            kk, dd = _rate_cells(_realised_counts(pos, rows), r)
+            kk, dd = rate_counts(_realised_counts(pos, rows), r)
             realised[r] = (kk + alpha) / (dd + alpha + beta)
     eps: dict[str, EpsilonEstimate] = {}
     for m in metrics:
@@ -246,7 +241,7 @@ def evaluate_rule(
 
 def _realised_counts(pos: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Cells ``(R, K, 2, 2)`` indexed [s, y, ŷ] from realised positives per [s, y, above]: the
-    "above" axis is summed and split into ŷ = 0/1 (so ``_rate_cells`` reads ŷ = 1 as "above")."""
+    "above" axis is summed and split into ŷ = 0/1."""
     yhat1 = pos.sum(axis=-1)
     yhat0 = rows.sum(axis=-1)[None] - yhat1
     return np.stack([yhat0, yhat1], axis=-1)

@@ -16,6 +16,7 @@ thresholds, p, q), from which :mod:`tasks.mitigation` builds the MLflow pyfunc m
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
-from fairengine.intersectional.cells import check_levels
+from fairengine.intersectional.cells import MAX_LEVELS, check_levels
 from fairengine.intersectional.method import intersection_codes
 from fairengine.mitigation.comparison import compare_row, fairlearn_probabilities
 from fairengine.mitigation.config import WHERE, MitigationConfig
@@ -53,7 +54,7 @@ def encode_intersections(
     """Attributes, levels, flat intersection id per row, and the grid shape."""
     attrs, levels, codes = intersection_codes(dataset, cfg.attributes, cfg.bins, WHERE)
     shape = tuple(len(lv) for lv in levels)
-    check_levels(attrs, list(shape), max_levels=64, max_intersections=cfg.max_intersections)
+    check_levels(attrs, list(shape), max_levels=MAX_LEVELS, max_intersections=cfg.max_intersections)
     flat = np.ravel_multi_index([c.astype(np.intp) for c in codes], shape)
     return attrs, levels, np.asarray(flat, dtype=np.intp), shape
 
@@ -162,7 +163,7 @@ def run_mitigation(
     fitted: dict[str, RTDPPostProcessor] = {}
     for variant in cfg.variants:
         t0 = time.perf_counter()
-        post = _postprocessor(cfg, variant, tau0, seed)
+        post = cfg.postprocessor(variant, base_threshold=tau0, seed=seed)
         row: dict[str, Any] = {"variant": variant, "title": VARIANT_TITLES[variant]}
         try:
             g, yy, f, w = rows(fit_idx)
@@ -263,15 +264,7 @@ def run_mitigation(
     )
 
 
-def _postprocessor(
-    cfg: MitigationConfig, variant: str, tau0: float, seed: int, epsilon: float | None = None
-) -> RTDPPostProcessor:
-    return cfg.postprocessor(variant, base_threshold=tau0, seed=seed, epsilon=epsilon)
-
-
 def _parameters(cfg: MitigationConfig) -> dict[str, Any]:
-    import dataclasses
-
     return dataclasses.asdict(cfg)
 
 
@@ -410,7 +403,7 @@ def _fairlearn_comparison(
         )
     ]
     for eps in (cfg.epsilon, 0.0):
-        post = _postprocessor(cfg, cfg.deploy, tau0, seed, epsilon=eps)
+        post = cfg.postprocessor(cfg.deploy, base_threshold=tau0, seed=seed, epsilon=eps)
         post.fit(codes[fit_idx], y[fit_idx], score[fit_idx], grid_shape=(len(lv),))
         pi = post.predict_proba(ct, score[test_idx])
         rows.append(

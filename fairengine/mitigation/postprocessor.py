@@ -318,9 +318,11 @@ class RTDPPostProcessor:
                 if self.variant == "sequential" or math.isinf(eps):
                     sol = lp_at(idx, robust=True)
                 else:  # start from the better of sequential's and the base thresholds
-                    if lp_at(base_idx, robust=False).value < lp_at(idx, robust=False).value:
-                        idx = base_idx
-                    idx = self._coordinate_descent(idx, cand, u_pos, u_neg, lp_at, start)
+                    value = lp_at(idx, robust=False).value
+                    base_value = lp_at(base_idx, robust=False).value
+                    if base_value < value:
+                        idx, value = base_idx, base_value
+                    idx = self._coordinate_descent(idx, value, cand, u_pos, u_neg, lp_at, start)
                     sol = lp_at(idx, robust=True)
         self._store(data, cand, idx, sol, rates, masks, u_pos, u_neg, grid_shape)
         self.fit_seconds_ = time.perf_counter() - start
@@ -329,15 +331,16 @@ class RTDPPostProcessor:
     def _coordinate_descent(
         self,
         idx: np.ndarray,
+        value: float,
         cand: np.ndarray,
         u_pos: np.ndarray,
         u_neg: np.ndarray,
         lp_at: Any,
         start: float,
     ) -> np.ndarray:
-        """Minimise V(τ) = LP value over the per-intersection grids, one intersection at a time."""
+        """Minimise V(τ) = LP value over the per-intersection grids, one intersection at a time,
+        from thresholds ``idx`` whose V is ``value``."""
         idx = idx.copy()
-        value = lp_at(idx, robust=False).value
         k = cand.shape[0]
         # distinct (u⁺, u⁻) per intersection: other candidates give the same LP
         options = []
