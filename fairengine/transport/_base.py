@@ -77,10 +77,22 @@ class TransportMap(BaseEstimator):
 
     standardize: bool = True
     min_samples: int = 10
+    constant_features: str = "raise"
 
     # ------------------------------------------------------------------ public API
     def fit(self, source: Any, target: Any) -> TransportMap:
-        """Fit the map pushing the ``source`` sample onto the ``target`` sample."""
+        """Fit the map pushing the ``source`` sample onto the ``target`` sample.
+
+        A feature constant over source ∪ target carries no information for the map: with
+        ``constant_features="raise"`` (default) it is an error naming the feature; with
+        ``"hold"`` the map is fitted on the other features and every image keeps the constant
+        (``active_`` marks the features the map moves). FlipTest uses "hold": its refits on
+        halves and resamples of one group routinely meet one-hot columns constant there.
+        """
+        if self.constant_features not in ("raise", "hold"):
+            raise DataContractError(
+                f"constant_features must be 'raise' or 'hold', got {self.constant_features!r}"
+            )
         xs, names = as_points("source", source)
         xt, _ = as_points("target", target, xs.shape[1])
         for label, arr in (("source", xs), ("target", xt)):
@@ -91,28 +103,31 @@ class TransportMap(BaseEstimator):
                 )
         self.n_features_in_ = xs.shape[1]
         self.feature_names_in_ = names
+        pooled = np.vstack([xs, xt])
+        center = pooled.mean(axis=0)
+        sd = pooled.std(axis=0)
+        self.active_ = sd > 1e-12 * np.maximum(1.0, np.abs(center))
+        const = [names[j] for j in np.flatnonzero(~self.active_)]
+        if const and (self.constant_features == "raise" or len(const) == len(names)):
+            raise DataContractError(
+                f"feature(s) {const} are constant over source and target; drop them (they carry "
+                "no information for the map)"
+                + ("" if len(const) < len(names) else " - every feature is constant")
+            )
         if self.standardize:
-            pooled = np.vstack([xs, xt])
-            self.mean_ = pooled.mean(axis=0)
-            sd = pooled.std(axis=0)
-            const = np.flatnonzero(~(sd > 1e-12 * np.maximum(1.0, np.abs(self.mean_))))
-            if const.size:
-                raise DataContractError(
-                    f"feature(s) {[names[j] for j in const]} are constant over source and target; "
-                    "drop them (they carry no information for the map)"
-                )
-            self.scale_ = sd
+            self.mean_ = center
+            self.scale_ = np.where(self.active_, sd, 1.0)
         else:
-            self.mean_ = np.zeros(xs.shape[1])
+            self.mean_ = np.where(self.active_, 0.0, center)
             self.scale_ = np.ones(xs.shape[1])
-        self._fit(self._z(xs), self._z(xt))
+        self._fit(self._za(xs), self._za(xt))
         return self
 
     def transform(self, x: Any) -> np.ndarray:
         """Images T(x) of new (or fitted) points, in the original units."""
         self._check_fitted()
         arr, _ = as_points("x", x, self.n_features_in_)
-        return self._unz(self._transform(self._z(arr)))
+        return self._unza(self._transform(self._za(arr)))
 
     def fit_transform(self, source: Any, target: Any) -> np.ndarray:  # type: ignore[override]
         """Fit, then the images of the fitted source points (in-sample map)."""
@@ -214,6 +229,16 @@ class TransportMap(BaseEstimator):
 
     def _unz(self, z: np.ndarray) -> np.ndarray:
         return z * self.scale_ + self.mean_
+
+    def _za(self, x: np.ndarray) -> np.ndarray:
+        """Standardized coordinates of the features the map moves (``active_``)."""
+        return self._z(x)[:, self.active_]
+
+    def _unza(self, za: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`_za`: held (constant) features get their fitted constant."""
+        z = np.zeros((len(za), self.n_features_in_))
+        z[:, self.active_] = za
+        return self._unz(z)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_features_in_"):

@@ -104,6 +104,7 @@ def sinkhorn_potentials(
     device: str = "cpu",
     epsilon_label: str | None = None,
     overrelaxation: float = 1.3,
+    init: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Dual potentials (f, g) of entropic OT between uniform empirical measures.
 
@@ -124,10 +125,14 @@ def sinkhorn_potentials(
     # c-transforms, in row blocks (no n x m cost matrix is kept): every row and column of the
     # initial kernel holds an entry 1
     block = 2048
-    f = torch.cat([_cost(x[i : i + block], y).min(1).values for i in range(0, n, block)])
-    g = torch.cat(
-        [(_cost(y[j : j + block], x) - f[None, :]).min(1).values for j in range(0, m, block)]
-    )
+    if init is not None:  # warm start (e.g. the potentials of a larger ε)
+        f = torch.as_tensor(init[0], dtype=dt, device=dev)
+        g = torch.as_tensor(init[1], dtype=dt, device=dev)
+    else:
+        f = torch.cat([_cost(x[i : i + block], y).min(1).values for i in range(0, n, block)])
+        g = torch.cat(
+            [(_cost(y[j : j + block], x) - f[None, :]).min(1).values for j in range(0, m, block)]
+        )
     x2, y2 = (x * x).sum(1), (y * y).sum(1)
 
     def kernel(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -217,6 +222,8 @@ class EntropicMap(TransportMap):
     standardize : pooled z-scoring of features before the cost. Default True.
     random_state : seed for subsampling and the held-out split. Default 0.
     min_samples : minimum rows per sample. Default 10.
+    constant_features : "raise" (default) or "hold" features constant over source and
+        target fixed (:meth:`TransportMap.fit`).
 
     Attributes
     ----------
@@ -242,6 +249,7 @@ class EntropicMap(TransportMap):
         standardize: bool = True,
         random_state: int = 0,
         min_samples: int = 10,
+        constant_features: str = "raise",
     ) -> None:
         self.epsilon = epsilon
         self.epsilon_grid = epsilon_grid
@@ -257,6 +265,7 @@ class EntropicMap(TransportMap):
         self.standardize = standardize
         self.random_state = random_state
         self.min_samples = min_samples
+        self.constant_features = constant_features
 
     def _check_params(self) -> None:
         if self.epsilon is not None and not (
@@ -399,7 +408,12 @@ class EntropicMap(TransportMap):
     def ood_mask(self, x: Any) -> np.ndarray:
         """Boolean mask of query rows outside the fitted source's support: k-NN distance to the
         fitted source points above its in-sample ``ood_quantile`` (so about 1 − ood_quantile of
-        in-distribution points are flagged by construction)."""
+        in-distribution points are flagged by construction). A query whose value of a held
+        (constant) feature differs from the fitted constant is flagged too."""
         self._check_fitted()
         arr, _ = as_points("x", x, self.n_features_in_)
-        return self._knn_distance(self._z(arr), self.anchors_, self.ood_k_) > self.ood_threshold_
+        held = ~self.active_
+        off = np.any(arr[:, held] != self.mean_[held], axis=1)
+        return off | (
+            self._knn_distance(self._za(arr), self.anchors_, self.ood_k_) > self.ood_threshold_
+        )

@@ -42,7 +42,8 @@ class ExactOTMap(TransportMap):
         FlipTest's exact-OT code; not strictly convex, so plans are not unique).
     max_iter : network-simplex iteration cap. Default 10**8 (POT's 100,000 is too small).
     max_samples : largest sample allowed per side (memory is about 40·n² bytes). Default 10,000.
-    standardize, min_samples : as in every map. Defaults True, 10.
+    standardize, min_samples, constant_features : as in every map (:meth:`TransportMap.fit`).
+        Defaults True, 10, "raise".
 
     Attributes
     ----------
@@ -59,12 +60,14 @@ class ExactOTMap(TransportMap):
         max_samples: int = 10_000,
         standardize: bool = True,
         min_samples: int = 10,
+        constant_features: str = "raise",
     ) -> None:
         self.cost = cost
         self.max_iter = max_iter
         self.max_samples = max_samples
         self.standardize = standardize
         self.min_samples = min_samples
+        self.constant_features = constant_features
 
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         if self.cost not in ("sqeuclidean", "sqcityblock"):
@@ -100,21 +103,22 @@ class ExactOTMap(TransportMap):
         """Fit, then the in-sample images: the matched target points (a bijection when the
         samples have equal sizes), in original units."""
         self.fit(source, target)
-        return self._unz(self.images_)
+        return self._unza(self.images_)
 
     def transform_fitted(self, source: Any) -> np.ndarray:
         """The in-sample images (the bijection), as ``fit_transform`` returned them; ``source``
         must be the fitted sample (checked by size and by its standardized points)."""
         self._check_fitted()
         arr, _ = as_points("source", source, self.n_features_in_)
-        if arr.shape != self.anchors_.shape or not np.allclose(
-            self._z(arr), self.anchors_, rtol=0.0, atol=1e-9
+        za = self._za(arr)
+        if za.shape != self.anchors_.shape or not np.allclose(
+            za, self.anchors_, rtol=0.0, atol=1e-9
         ):
             raise DataContractError(
                 "transform_fitted: source is not the sample this ExactOTMap was fitted on; "
                 "use transform(x) for other points"
             )
-        return self._unz(self.images_)
+        return self._unza(self.images_)
 
     def _transform(self, z: np.ndarray) -> np.ndarray:
         out = np.empty_like(z)

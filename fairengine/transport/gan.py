@@ -63,7 +63,7 @@ class GANMap(TransportMap):
     residual : generator x + MLP(x). Default False (the paper).
     device : "cpu" (default) or "cuda".
     random_state : seed. Default 0.
-    standardize, min_samples : as in every map.
+    standardize, min_samples, constant_features : as in every map (:meth:`TransportMap.fit`).
 
     Attributes: ``generator_`` (torch module, standardized units), ``history_`` (critic
     Wasserstein estimate and mean transport cost every 500 epochs), ``seconds_``.
@@ -85,6 +85,7 @@ class GANMap(TransportMap):
         random_state: int = 0,
         standardize: bool = True,
         min_samples: int = 10,
+        constant_features: str = "raise",
     ) -> None:
         self.epochs = epochs
         self.n_critic = n_critic
@@ -99,6 +100,7 @@ class GANMap(TransportMap):
         self.random_state = random_state
         self.standardize = standardize
         self.min_samples = min_samples
+        self.constant_features = constant_features
 
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         # small MLPs: one thread is fastest (a thread pool on busy cores is 10x slower)
@@ -186,7 +188,7 @@ class GANMap(TransportMap):
                 f"GANMap state must hold the generator's weights ({prefix}*), got "
                 f"{sorted(arrays)[:5]}"
             )
-        g_net = _Generator(int(self.n_features_in_), self.width, self.residual)
+        g_net = _Generator(int(self.active_.sum()), self.width, self.residual)
         g_net.load_state_dict(state)
         self.generator_ = g_net.to(torch.device(self.device)).eval()
 

@@ -29,15 +29,24 @@ class LinearOTMap(TransportMap):
     Parameters
     ----------
     reg : ridge added to both covariances (standardized units). Default 1e-8.
-    standardize, min_samples : as in every map. Defaults True, 10.
+    standardize, min_samples, constant_features : as in every map (:meth:`TransportMap.fit`).
+        Defaults True, 10, "raise".
 
     Attributes: ``A_`` (matrix), ``mean_source_``, ``mean_target_`` (standardized units).
     """
 
-    def __init__(self, reg: float = 1e-8, *, standardize: bool = True, min_samples: int = 10):
+    def __init__(
+        self,
+        reg: float = 1e-8,
+        *,
+        standardize: bool = True,
+        min_samples: int = 10,
+        constant_features: str = "raise",
+    ) -> None:
         self.reg = reg
         self.standardize = standardize
         self.min_samples = min_samples
+        self.constant_features = constant_features
 
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         d = zs.shape[1]

@@ -39,7 +39,7 @@ from fairengine.errors import DataContractError
 if TYPE_CHECKING:
     from fairengine.transport._base import TransportMap
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the map file layout; part of every cache key."""
 
 _STATE_MEMBER = "__state__"

@@ -180,11 +180,14 @@ def validate_map(
 
     mse_ratio: list[float | None] = []
     for j in range(xs.shape[1]):
-        if xs.shape[1] < 2:
+        if xs.shape[1] < 2 or not fwd.active_[j]:  # held (constant) features: nothing to check
             mse_ratio.append(None)
             continue
         r_test, r_mapped = _ols_residuals(zt_fit, j, [zt_test, zm])
-        r = float(r_mapped.mean() / r_test.mean()) if r_test.mean() > 0 else float("nan")
+        if not r_test.mean() > 0:  # feature j is a function of the others in the target
+            mse_ratio.append(None)
+            continue
+        r = float(r_mapped.mean() / r_test.mean())
         mse_ratio.append(r)
         # bootstrap interval of the ratio: warn only when it excludes 1 and r is far from 1
         bm = r_mapped[rng.integers(0, len(r_mapped), (500, len(r_mapped)))].mean(1)
