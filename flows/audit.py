@@ -24,8 +24,9 @@ from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError, ResultLoggingError
 from fairengine.results import AuditResult
-from flows.method_steps import run_methods
+from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
+from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
 from tasks.model import SCORE_COLUMN, first_line, load_model, model_handles, score_data
@@ -123,9 +124,13 @@ def audit_flow(
         raise ConfigError("no scores to audit: set columns.score or model.uri")
     model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
 
+    # the checks are cached like the method steps (key: data content, roles, settings, code)
+    validator = validate_data.with_options(
+        **validation_cache_options(cache_root(cfg), cfg.cache.expiration_days)
+    )
     validation = timed(
         "validate_data",
-        validate_data,
+        validator,
         frame,
         roles,
         score_type=cfg.score_type,

@@ -100,14 +100,22 @@ def _call_kwargs(task: Any, seed: int, model_arg: str | None, model: Any) -> dic
     return kwargs
 
 
+def cache_root(cfg: AuditConfig) -> Path | None:
+    """The audit's cache directory (``cache.dir``, default ``$FAIRENGINE_HOME/cache``); ``None``
+    when caching is off."""
+    if not cfg.cache.enabled:
+        return None
+    return Path(cfg.cache.dir).expanduser() if cfg.cache.dir else default_cache_dir()
+
+
 def step_cache(cfg: AuditConfig, dataset: AuditDataset, model_info: dict[str, Any]) -> dict:
     """Task options that cache method steps across runs (``cache`` config); ``{}`` when off.
 
     The data fingerprint is computed once here and shared by every step's key.
     """
-    if not cfg.cache.enabled:
+    root = cache_root(cfg)
+    if root is None:
         return {}
-    root = Path(cfg.cache.dir).expanduser() if cfg.cache.dir else default_cache_dir()
     return {
         "cache_policy": method_cache_policy(dataset, model_info, root / "keys"),
         "persist_result": True,

@@ -156,3 +156,32 @@ def test_bad_input(lipton):
         run_fliptest(
             lipton, FlipTestConfig(enabled=True, attributes=["race"]), predict_proba=_hire_proba
         )
+
+
+def test_pairs_run_in_threads_give_the_same_result():
+    rng = np.random.default_rng(2)
+    group = np.repeat(["a", "b", "c"], [200, 150, 120])
+    frame = pd.DataFrame(
+        {
+            "gender": group,
+            "work_exp": rng.normal(size=len(group)) + (group == "a") * 0.4,
+            "hair_len": rng.normal(size=len(group)) - (group == "c") * 0.3,
+        }
+    )
+    frame["hired"] = frame["work_exp"] > 0
+    ds = _dataset(frame, ("work_exp", "hair_len"))
+    results = [
+        run_fliptest(
+            ds,
+            FlipTestConfig(enabled=True, epsilon=0.05, n_jobs=n_jobs, **FAST),
+            seed=3,
+            predict_proba=_hire_proba,
+        )
+        for n_jobs in (1, 3)
+    ]
+    one, three = (json.dumps(r.to_dict()["findings"], sort_keys=True) for r in results)
+    assert len(results[0].details["pairs"]) == 3
+    assert one == three
+    assert [p["groups"] for p in results[0].details["pairs"]] == [
+        p["groups"] for p in results[1].details["pairs"]
+    ]

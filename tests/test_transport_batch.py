@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fairengine.fliptest.statistics as fs
-from fairengine.transport import EntropicMap
+from fairengine.transport import EntropicMap, ExactOTMap
 from fairengine.transport.entropic import median_cost, sinkhorn_potentials
 from fairengine.transport.entropic_batch import (
     batched_images,
@@ -121,3 +121,88 @@ def test_reweighted_refits_match_the_map_and_fliptest_bootstrap_agrees(problem, 
         # Sinkhorn's tolerance: at most a few boundary flips of 250 per replicate
         assert diff.max() <= 4 / n
         assert np.corrcoef(batched.flip_frequency[k], single.flip_frequency[k])[0, 1] > 0.9
+
+
+def test_permutation_refits_serve_both_directions():
+    """The reverse direction's permutation null from the forward refits' inverse maps has the
+    distribution of its own refits (same null, same ε); exact maps do not share."""
+    rng = np.random.default_rng(5)
+    n = 200
+    xa = rng.normal(size=(n, 2))
+    xb = rng.normal(size=(n, 2)) * [1.0, 1.4] + [0.3, 0.0]
+
+    def decide(pts, group):
+        return pts[:, 0] - 0.4 * pts[:, 1] > 0.1
+
+    kw = dict(n_selfmap=0, n_bootstrap=0, n_permutations=60)
+    fwd = fs.flip_test(EntropicMap(epsilon=0.05), xa, xb, decide, "a", "b", seed=1, **kw)
+    shared = fwd.reverse_permutation_null
+    assert shared is not None and shared.rates.shape == (60, 2)
+    rev = fs.flip_test(
+        EntropicMap(epsilon=0.05), xb, xa, decide, "b", "a", seed=2, permutation_null=shared, **kw
+    )
+    own = fs.flip_test(EntropicMap(epsilon=0.05), xb, xa, decide, "b", "a", seed=2, **kw)
+    assert rev.permutation_null_reused and not own.permutation_null_reused
+    np.testing.assert_array_equal(rev.tests["positive"].null_distribution, shared.rates[:, 0])
+    for j, k in enumerate(fs.KINDS):
+        a, b = shared.rates[:, j], own.tests[k].null_distribution
+        # two samples of 60 draws of the same null: means within 4 standard errors
+        se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+        assert abs(a.mean() - b.mean()) <= 4 * se + 1e-9
+    # a different refit count or ε: the direction refits on its own
+    other = fs.flip_test(
+        EntropicMap(epsilon=0.1), xb, xa, decide, "b", "a", seed=2, permutation_null=shared, **kw
+    )
+    assert not other.permutation_null_reused
+    exact = fs.flip_test(ExactOTMap(), xa, xb, decide, "a", "b", seed=1, **kw)
+    assert exact.reverse_permutation_null is None
+
+
+def test_batched_selfmap_null_matches_one_by_one(monkeypatch):
+    """Self-map refits through the batched stabilized solver: each replicate's images equal a
+    single fit on the same halves (same ε in cost units), and the null distribution matches
+    the one-by-one refits (same draws) up to boundary flips."""
+    from fairengine.transport.entropic_batch import split_refits
+
+    rng = np.random.default_rng(8)
+    n = 240
+    xs = rng.normal(size=(n, 3))
+    halves = [rng.permutation(n) for _ in range(6)]
+    a = np.stack([h[: n // 2] for h in halves])
+    b = np.stack([h[n // 2 :] for h in halves])
+    images, _, ok = split_refits(EntropicMap(epsilon=0.05), xs, a, b)
+    assert ok.all()
+    m = EntropicMap(epsilon=0.05).fit(xs[a[0]], xs[b[0]])  # replicate 0 sets ε: same ε here
+    np.testing.assert_allclose(images[0], m.transform(xs[a[0]]), atol=2e-3)
+
+    def decide(pts, group):
+        return pts[:, 0] + pts[:, 2] > 0.2
+
+    xt = rng.normal(size=(n, 3)) + np.array([0.5, 0.0, 0.0])
+    kw = dict(n_permutations=0, n_bootstrap=0, n_selfmap=30, seed=5)
+    batched = fs.flip_test(EntropicMap(epsilon=0.05), xs, xt, decide, "a", "b", **kw)
+
+    def not_converged(estimator, pool, source, target, **kwargs):
+        return np.zeros((*source.shape, pool.shape[1])), None, np.zeros(len(source), bool)
+
+    monkeypatch.setattr(fs, "split_refits", not_converged)
+    single = fs.flip_test(EntropicMap(epsilon=0.05), xs, xt, decide, "a", "b", **kw)
+    for k in fs.KINDS:
+        diff = batched.tests[k].selfmap_distribution - single.tests[k].selfmap_distribution
+        assert np.abs(diff).max() <= 4 / (n // 2)
+
+
+def test_stacked_model_calls_split_back_per_replicate(monkeypatch):
+    calls = []
+
+    def decide(pts, group):
+        calls.append(len(pts))
+        return pts[:, 0] > 0
+
+    rng = np.random.default_rng(0)
+    points = [rng.normal(size=(n, 2)) for n in (3, 4, 2, 6, 1)]
+    monkeypatch.setattr(fs, "DECIDE_ROWS", 7)
+    out = fs._decide_stacked(decide, points, "a")
+    assert [o.tolist() for o in out] == [(p[:, 0] > 0).tolist() for p in points]
+    assert calls == [7, 2, 7]  # 3+4 | 2 (6 would pass 7) | 6+1
+    assert fs._decide_stacked(decide, [], "a") == []

@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from sklearn.base import clone
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
 from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.multiplicity import adjust_pvalues
@@ -37,7 +39,7 @@ from fairengine.transport import (
     MapCache,
     validate_map,
 )
-from fairengine.transport._base import TransportMap, as_points
+from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
 
 METHOD = "fliptest"
 TITLE = "FlipTest: optimal-transport counterparts, flipsets and transparency reports"
@@ -144,6 +146,7 @@ def _direction_details(
         "target_positive_rate": target_rate,
         "net_flips": fs.net,
         "dp_count_gap": float(fs.source_decision.sum() - target_rate * fs.n),
+        "permutation_null_from_reverse_refits": res.permutation_null_reused,
         "bootstrap_refits": {
             "batched": res.bootstrap_batched,
             "refitted_one_by_one": config.n_bootstrap - res.bootstrap_batched,
@@ -307,10 +310,10 @@ def run_fliptest(
     findings: list[Finding] = []
     warnings: list[str] = []
     pair_details: list[dict[str, Any]] = []
+    jobs: list[_PairJob] = []
 
     for attr in attrs:
         enc = dataset.groups[attr]
-        decide = _decider(dataset, predict_proba, threshold, attr, config.protected_as_feature)
         eligible = []
         for g, cat in enumerate(enc.categories):
             rows = enc.codes == g
@@ -338,131 +341,26 @@ def run_fliptest(
         if not pairs:
             warnings.append(f"FlipTest: no pair of groups of {attr} large enough to test")
         for ga, gb in pairs:
-            idx = {}
-            for g in (ga, gb):
-                rows = np.flatnonzero(enc.codes == g)
-                if len(rows) > config.max_per_group:
-                    rows = np.sort(rng.choice(rows, config.max_per_group, replace=False))
-                idx[g] = rows
-            if config.estimator == "exact":  # equal sizes per stratum: the paper's bijection
-                for y in (0, 1) if eo else (None,):
-                    sel = {
-                        g: idx[g] if y is None else idx[g][dataset.label[idx[g]] == y]
-                        for g in (ga, gb)
-                    }
-                    k = min(len(sel[ga]), len(sel[gb]))
-                    for g in (ga, gb):
-                        if len(sel[g]) > k:
-                            drop = rng.choice(sel[g], len(sel[g]) - k, replace=False)
-                            idx[g] = np.setdiff1d(idx[g], drop)
-            xa, xb = x_all[idx[ga]], x_all[idx[gb]]
-            strata = {
-                g: (dataset.label[idx[g]].astype(int) if eo else np.zeros(len(idx[g]), int))
-                for g in (ga, gb)
-            }
-            scale = np.vstack([xa, xb]).std(axis=0)
-            const = [names[j] for j in np.flatnonzero(~(scale > 0))]
-            if const:  # e.g. a rare one-hot category absent from both groups
-                warnings.append(
-                    f"FlipTest holds feature(s) {const} fixed for {attr}: "
-                    f"{enc.categories[ga]!r} vs {enc.categories[gb]!r}: constant in both groups"
-                )
-                scale = np.where(scale > 0, scale, 1.0)
-            a_name, b_name = enc.categories[ga], enc.categories[gb]
-            directions = []
-            for src, tgt, xs, xt, ss, st in (
-                (a_name, b_name, xa, xb, strata[ga], strata[gb]),
-                (b_name, a_name, xb, xa, strata[gb], strata[ga]),
-            ):
-                res = flip_test(
-                    estimator,
-                    xs,
-                    xt,
-                    decide,
-                    src,
-                    tgt,
-                    strata_s=ss,
-                    strata_t=st,
-                    scale=scale,
-                    features=names,
-                    n_permutations=config.n_permutations,
-                    n_selfmap=config.n_selfmap,
-                    n_bootstrap=config.n_bootstrap,
-                    stable_threshold=config.stable_threshold,
-                    seed=int(rng.integers(2**31)),
-                    map_cache=map_cache,
-                )
-                target_rate = float(np.mean(decide(xt, tgt)))
-                det = _direction_details(res, config, names, target_rate)
-                if config.validate:
-                    det["validation"] = _validate(
-                        estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names
-                    )
-                    for v in det["validation"].values():
-                        warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v["warnings"]]
-                det["maps"] = _map_entries(res, attr, src, tgt, eo)
-                directions.append(det)
-                for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
-                    t = res.tests[kind]
-                    ci = t.confidence_interval(config.confidence_level)
-                    mdr = t.minimum_detectable(config.alpha)
-                    top = res.reports[kind].ranking("mean_difference")[0] if t.count else None
-                    findings.append(
-                        Finding(
-                            key=f"{prefix}.{metric_token(attr)}.{metric_token(src)}_"
-                            f"{metric_token(tgt)}",
-                            label=f"FlipTest {_words(kind)} rate, {attr}: {src} -> {tgt}",
-                            estimate=t.statistic,
-                            interval=Interval(
-                                ci.low, ci.high, config.confidence_level, "bootstrap refits"
-                            ),
-                            pvalue=None if np.isnan(t.pvalue) else t.pvalue,
-                            null_hypothesis=NULL_HYPOTHESIS,
-                            reading=(
-                                f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
-                                + (
-                                    "get a positive decision their transported counterpart "
-                                    f"in {tgt} does not"
-                                    if kind == "positive"
-                                    else "get a negative decision while their transported "
-                                    f"counterpart in {tgt} gets a positive one"
-                                )
-                                + f" ({config.confidence_level:.0%} CI {ci.low:.1%} to "
-                                f"{ci.high:.1%}); {t.excess:+.0f} flips beyond the null mean, "
-                                f"smallest detectable rate {mdr:.1%}"
-                                + (f"; top feature: {top}" if top else "")
-                                + "."
-                            ),
-                        )
-                    )
-            # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
-            fwd, rev = directions
-            consistency = {
-                "positive_vs_reverse_negative": [
-                    fwd["flipsets"]["positive"]["count"],
-                    rev["flipsets"]["negative"]["count"],
-                ],
-                "negative_vs_reverse_positive": [
-                    fwd["flipsets"]["negative"]["count"],
-                    rev["flipsets"]["positive"]["count"],
-                ],
-            }
-            # BH over the transparency sign tests of this pair (both directions and flipsets)
-            entries = [
-                e for d in directions for k in KINDS for e in d["transparency"][k]["features"]
-            ]
-            adj = adjust_pvalues([e["sign_pvalue"] for e in entries], "bh")
-            for e, p in zip(entries, adj, strict=True):
-                e["sign_pvalue_bh"] = float(p)
-            pair_details.append(
-                {
-                    "attribute": attr,
-                    "groups": [a_name, b_name],
-                    "n": [len(xa), len(xb)],
-                    "directions": directions,
-                    "forward_reverse_counts": consistency,
-                }
-            )
+            jobs.append(_PairJob(attr, ga, gb, int(rng.integers(2**31))))
+    deciders = {
+        a: _decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
+        for a in {j.attr for j in jobs}
+    }
+
+    def run(job: _PairJob) -> tuple[dict[str, Any], list[Finding], list[str]]:
+        return _run_pair(
+            job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache
+        )
+
+    if config.n_jobs > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=config.n_jobs) as pool:
+            outcomes = list(pool.map(run, jobs))
+    else:
+        outcomes = [run(job) for job in jobs]
+    for detail, pair_findings, pair_warnings in outcomes:  # in job order: deterministic
+        pair_details.append(detail)
+        findings += pair_findings
+        warnings += pair_warnings
 
     if not pair_details:
         raise DataContractError(
@@ -500,23 +398,196 @@ def _validate(
     rng: np.random.Generator,
     feature_names: list[str],
 ) -> dict[str, Any]:
-    """Held-out validation (§4.3) of the map of each stratum, with the observed ε."""
+    """Held-out validation (§4.3) of the map of each stratum, with the observed ε.
+
+    The validation refits on 80 % of each sample; if Sinkhorn does not converge there at the
+    observed ε it is retried at the wider ε of the refits (:data:`REFIT_EPSILON_FACTORS`,
+    recorded as ``epsilon_used``); if none converges the stratum's entry holds the ``error``
+    and a warning instead of stopping FlipTest."""
     out: dict[str, Any] = {}
     for s in np.unique(ss):
-        est = estimator
         eps = res.epsilon.get(str(s))
-        if eps is not None and "epsilon" in est.get_params():
-            est = clone(estimator).set_params(epsilon=eps)
-        v = validate_map(
-            est,
-            xs[ss == s],
-            xt[st == s],
-            decide=lambda x: decide(x, target),
-            n_permutations=199,
-            cycle=config.estimator != "gan",
-            feature_names=list(feature_names),
-            confidence_level=config.confidence_level,
-            random_state=int(rng.integers(2**31)),
-        )
-        out["all" if len(np.unique(ss)) == 1 else f"label_{s}"] = v.to_dict()
+        tunable = eps is not None and "epsilon" in estimator.get_params()
+        factors = (1.0, *REFIT_EPSILON_FACTORS) if tunable else (1.0,)
+        key = "all" if len(np.unique(ss)) == 1 else f"label_{s}"
+        seed = int(rng.integers(2**31))
+        error = None
+        for factor in factors:
+            est = clone(estimator).set_params(epsilon=eps * factor) if tunable else estimator
+            try:
+                v = validate_map(
+                    est,
+                    xs[ss == s],
+                    xt[st == s],
+                    decide=lambda x: decide(x, target),
+                    n_permutations=199,
+                    cycle=config.estimator != "gan",
+                    feature_names=list(feature_names),
+                    confidence_level=config.confidence_level,
+                    random_state=seed,
+                )
+            except TransportConvergenceError as exc:
+                error = str(exc)
+                continue
+            out[key] = {**v.to_dict(), "epsilon_used": eps * factor if tunable else None}
+            if factor != 1.0:
+                out[key]["warnings"].append(
+                    f"validation refits converged only at {factor:g}x the observed epsilon"
+                )
+            break
+        else:
+            out[key] = {
+                "error": error,
+                "passed": False,
+                "warnings": [f"map validation failed: {error}"],
+            }
     return out
+
+
+@dataclass
+class _PairJob:
+    """One group pair of one attribute, with everything it needs (run in a worker thread)."""
+
+    attr: str
+    ga: int
+    gb: int
+    seed: int
+
+
+def _run_pair(
+    job: _PairJob,
+    dataset: AuditDataset,
+    config: FlipTestConfig,
+    x_all: np.ndarray,
+    names: list[str],
+    estimator: TransportMap,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    map_cache: MapCache | None,
+) -> tuple[dict[str, Any], list[Finding], list[str]]:
+    """Both directions of one group pair: (pair details, findings, warnings). Deterministic
+    given ``job.seed``, whatever thread runs it."""
+    attr, ga, gb = job.attr, job.ga, job.gb
+    rng = np.random.default_rng(job.seed)
+    enc = dataset.groups[attr]
+    eo = config.mode == "equalized_odds"
+    findings: list[Finding] = []
+    warnings: list[str] = []
+    idx = {}
+    for g in (ga, gb):
+        rows = np.flatnonzero(enc.codes == g)
+        if len(rows) > config.max_per_group:
+            rows = np.sort(rng.choice(rows, config.max_per_group, replace=False))
+        idx[g] = rows
+    if config.estimator == "exact":  # equal sizes per stratum: the paper's bijection
+        for y in (0, 1) if eo else (None,):
+            sel = {g: idx[g] if y is None else idx[g][dataset.label[idx[g]] == y] for g in (ga, gb)}
+            k = min(len(sel[ga]), len(sel[gb]))
+            for g in (ga, gb):
+                if len(sel[g]) > k:
+                    drop = rng.choice(sel[g], len(sel[g]) - k, replace=False)
+                    idx[g] = np.setdiff1d(idx[g], drop)
+    xa, xb = x_all[idx[ga]], x_all[idx[gb]]
+    strata = {
+        g: (dataset.label[idx[g]].astype(int) if eo else np.zeros(len(idx[g]), int))
+        for g in (ga, gb)
+    }
+    scale = np.vstack([xa, xb]).std(axis=0)
+    const = [names[j] for j in np.flatnonzero(~(scale > 0))]
+    if const:  # e.g. a rare one-hot category absent from both groups
+        warnings.append(
+            f"FlipTest holds feature(s) {const} fixed for {attr}: "
+            f"{enc.categories[ga]!r} vs {enc.categories[gb]!r}: constant in both groups"
+        )
+        scale = np.where(scale > 0, scale, 1.0)
+    a_name, b_name = enc.categories[ga], enc.categories[gb]
+    directions = []
+    shared = None  # the first direction's permutation refits, inverted (entropic)
+    for src, tgt, xs, xt, ss, st in (
+        (a_name, b_name, xa, xb, strata[ga], strata[gb]),
+        (b_name, a_name, xb, xa, strata[gb], strata[ga]),
+    ):
+        res = flip_test(
+            estimator,
+            xs,
+            xt,
+            decide,
+            src,
+            tgt,
+            strata_s=ss,
+            strata_t=st,
+            scale=scale,
+            features=names,
+            n_permutations=config.n_permutations,
+            n_selfmap=config.n_selfmap,
+            n_bootstrap=config.n_bootstrap,
+            stable_threshold=config.stable_threshold,
+            seed=int(rng.integers(2**31)),
+            map_cache=map_cache,
+            permutation_null=shared,
+        )
+        shared = res.reverse_permutation_null
+        target_rate = float(np.mean(decide(xt, tgt)))
+        det = _direction_details(res, config, names, target_rate)
+        if config.validate:
+            det["validation"] = _validate(
+                estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names
+            )
+            for v in det["validation"].values():
+                warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v["warnings"]]
+        det["maps"] = _map_entries(res, attr, src, tgt, eo)
+        directions.append(det)
+        for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
+            t = res.tests[kind]
+            ci = t.confidence_interval(config.confidence_level)
+            mdr = t.minimum_detectable(config.alpha)
+            top = res.reports[kind].ranking("mean_difference")[0] if t.count else None
+            findings.append(
+                Finding(
+                    key=f"{prefix}.{metric_token(attr)}.{metric_token(src)}_{metric_token(tgt)}",
+                    label=f"FlipTest {_words(kind)} rate, {attr}: {src} -> {tgt}",
+                    estimate=t.statistic,
+                    interval=Interval(ci.low, ci.high, config.confidence_level, "bootstrap refits"),
+                    pvalue=None if np.isnan(t.pvalue) else t.pvalue,
+                    null_hypothesis=NULL_HYPOTHESIS,
+                    reading=(
+                        f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
+                        + (
+                            "get a positive decision their transported counterpart "
+                            f"in {tgt} does not"
+                            if kind == "positive"
+                            else "get a negative decision while their transported "
+                            f"counterpart in {tgt} gets a positive one"
+                        )
+                        + f" ({config.confidence_level:.0%} CI {ci.low:.1%} to "
+                        f"{ci.high:.1%}); {t.excess:+.0f} flips beyond the null mean, "
+                        f"smallest detectable rate {mdr:.1%}"
+                        + (f"; top feature: {top}" if top else "")
+                        + "."
+                    ),
+                )
+            )
+    # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
+    fwd, rev = directions
+    consistency = {
+        "positive_vs_reverse_negative": [
+            fwd["flipsets"]["positive"]["count"],
+            rev["flipsets"]["negative"]["count"],
+        ],
+        "negative_vs_reverse_positive": [
+            fwd["flipsets"]["negative"]["count"],
+            rev["flipsets"]["positive"]["count"],
+        ],
+    }
+    # BH over the transparency sign tests of this pair (both directions and flipsets)
+    entries = [e for d in directions for k in KINDS for e in d["transparency"][k]["features"]]
+    adj = adjust_pvalues([e["sign_pvalue"] for e in entries], "bh")
+    for e, p in zip(entries, adj, strict=True):
+        e["sign_pvalue_bh"] = float(p)
+    detail = {
+        "attribute": attr,
+        "groups": [a_name, b_name],
+        "n": [len(xa), len(xb)],
+        "directions": directions,
+        "forward_reverse_counts": consistency,
+    }
+    return detail, findings, warnings
