@@ -14,8 +14,9 @@ Set-up (everything in a temporary FairEngine home, MLflow store and Prefect home
   requirements); the audit loads it by ``models:/adult-income/1`` and unwraps it for the
   individual-fairness test (exact torch conversion).
 * audit table: all 45,222 cleaned rows (``--rows test``: only the test file's 15,060).
-* methods: every one enabled with its documented defaults (``--fliptest-attributes`` limits
-  FlipTest to some protected attributes; ``--fliptest-refits`` lowers its refit counts).
+* methods: every one enabled (mitigation included) with its documented defaults
+  (``--fliptest-attributes`` limits FlipTest to some protected attributes;
+  ``--fliptest-refits`` lowers its refit counts).
 * cold: an empty cache directory, a fresh Prefect home (the embedded server starts in the run),
   run in a fresh process through :func:`flows.audit.run_audit`.
 
@@ -160,6 +161,7 @@ def audit_config(
         "intersectional": {"enabled": True},
         "fliptest": fliptest,
         "individual_fairness": {"enabled": True},
+        "mitigation": {"enabled": True},
     }
     if n_permutations is not None:
         methods["permutation_tests"]["n_permutations"] = n_permutations
@@ -247,7 +249,7 @@ def main() -> None:
         )
         + (f" --fliptest-refits {args.fliptest_refits}" if args.fliptest_refits else "")
         + "`",
-        f"- machine: {machine_line()}. Other jobs shared the 2 cores: wall times are upper bounds.",
+        f"- machine: {machine_line()}.",
         f"- data: Adult, {prepared.n_rows:,} audited rows, {len(prepared.features)} numeric "
         f"features; model `{prepared.model_uri}` (LogisticRegression fitted on the "
         f"{prepared.n_train:,} train-file rows); set-up (load, train, register) "
