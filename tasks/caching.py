@@ -14,10 +14,11 @@ of these are unchanged:
 
 Changing one method's parameters changes only that step's key, so only it is recomputed.
 
-Data validation (Great Expectations, :func:`tasks.validate.validate_data`) can be cached the same
-way with :func:`validation_cache_options`: its key is the content fingerprint of the validated
-table (every column, scores included), the column roles, the checks' parameters and the source
-of ``tasks/validate.py`` plus the engine. A failed validation raises, so it is never cached.
+Data validation (Great Expectations, :func:`tasks.validate.validate_data`) is cached the same
+way, with :func:`validation_cache_options` (``flows/audit.py``): its key is the content
+fingerprint of the validated table (every column, scores included), the column roles, the
+checks' parameters and the source of ``tasks/validate.py`` plus the engine. A failed validation
+raises, so it is never cached.
 """
 
 from __future__ import annotations
