@@ -59,6 +59,10 @@ from fairengine.transport.persistence import MapCache
 KINDS = ("positive", "negative")
 DECIDE_ROWS = 200_000
 """Rows per stacked call of the model when scoring the replicates' points."""
+BATCH_MAX_ENTRIES = 120_000_000
+"""Largest source x target size whose bootstrap refits run batched (its float64 kernel, a
+transposed copy and the cost matrix take about 24 bytes per entry: ~2.9 GB here); larger
+problems are refitted one by one."""
 
 
 class ConfidenceInterval(NamedTuple):
@@ -504,7 +508,11 @@ def _selfmap_images(
 
 
 def _reweightable(m: TransportMap, n_source: int, n_target: int) -> bool:
-    """A fitted entropic map whose anchors and support are all of its fit sample, in order."""
+    """A fitted entropic map whose anchors and support are all of its fit sample, in order, and
+    small enough for the batched solve's float64 matrices (:data:`BATCH_MAX_ENTRIES`)."""
     return (
-        isinstance(m, EntropicMap) and len(m.anchors_) == n_source and len(m.support_) == n_target
+        isinstance(m, EntropicMap)
+        and len(m.anchors_) == n_source
+        and len(m.support_) == n_target
+        and n_source * n_target <= BATCH_MAX_ENTRIES
     )
