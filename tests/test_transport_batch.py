@@ -206,3 +206,20 @@ def test_stacked_model_calls_split_back_per_replicate(monkeypatch):
     assert [o.tolist() for o in out] == [(p[:, 0] > 0).tolist() for p in points]
     assert calls == [7, 2, 7]  # 3+4 | 2 (6 would pass 7) | 6+1
     assert fs._decide_stacked(decide, [], "a") == []
+
+
+def test_problems_over_the_memory_limit_refit_one_by_one(problem, monkeypatch):
+    x, y, _ = problem
+    monkeypatch.setattr(fs, "BATCH_MAX_ENTRIES", len(x) * len(y) - 1)
+    res = fs.flip_test(
+        EntropicMap(epsilon=0.05),
+        x,
+        y,
+        lambda pts, group: pts[:, 0] > 0,
+        "a",
+        "b",
+        n_permutations=0,
+        n_selfmap=0,
+        n_bootstrap=3,
+    )
+    assert res.bootstrap_batched == 0 and len(res.tests["positive"].bootstrap_distribution) == 3
