@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairengine.errors import ConfigError
+from fairengine.setting_checks import require_integers
 
 ESTIMATORS = ("entropic", "exact", "linear", "gan")
 MODES = ("demographic_parity", "equalized_odds")
@@ -104,21 +105,22 @@ class FlipTestConfig:
             raise bad("epsilon", "a positive number or null")
         if not self.epsilon_grid or any(not e > 0 for e in self.epsilon_grid):
             raise bad("epsilon_grid", "a non-empty list of positive numbers")
-        for name, low in (
-            ("max_per_group", 20),
-            ("min_group_size", 10),
-            ("max_pairs", 1),
-            ("n_permutations", 0),
-            ("n_selfmap", 0),
-            ("n_bootstrap", 0),
-            ("top_features", 1),
-            ("histogram_bins", 2),
-            ("gan_epochs", 1),
-            ("n_jobs", 1),
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise bad(name, f"an integer >= {low}")
+        require_integers(
+            "methods.fliptest",
+            self,
+            (
+                ("max_per_group", 20),
+                ("min_group_size", 10),
+                ("max_pairs", 1),
+                ("n_permutations", 0),
+                ("n_selfmap", 0),
+                ("n_bootstrap", 0),
+                ("top_features", 1),
+                ("histogram_bins", 2),
+                ("gan_epochs", 1),
+                ("n_jobs", 1),
+            ),
+        )
         for name in ("confidence_level", "alpha", "stable_threshold"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise bad(name, "in (0, 1)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairengine.errors import ConfigError
+from fairengine.setting_checks import require_integer
 
 __all__ = ["METRICS", "IndividualConfig"]
 
@@ -156,8 +157,7 @@ def _finite(value: Any, name: str, *, low: float, strict: bool = False) -> None:
 
 
 def _integer(value: Any, name: str, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{_KEY}.{name} must be an integer >= {low}, got {value!r}")
+    require_integer(_KEY, name, value, low)
 
 
 def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from fairengine.errors import ConfigError
 from fairengine.intersectional.metrics import METRICS, OUTCOMES
+from fairengine.setting_checks import require_integers
 
 WHERE = "methods.intersectional"
 HEADLINES: tuple[str, ...] = ("auto", "bootstrap", "bayesian")
@@ -35,8 +36,7 @@ def check_attributes_and_bins(where: str, attributes: list[str] | None, bins: An
         ok = ok and all(isinstance(e, int | float) and not isinstance(e, bool) for e in edges)
         if not ok or any(b <= a for a, b in itertools.pairwise(edges)):
             raise ConfigError(
-                f"{where}.bins.{col} must be a list of at least 3 increasing numbers, "
-                f"got {edges!r}"
+                f"{where}.bins.{col} must be a list of at least 3 increasing numbers, got {edges!r}"
             )
 
 
@@ -124,17 +124,18 @@ class IntersectionalConfig:
             v = getattr(self, key)
             if not (math.isfinite(v) and v > 0):
                 raise bad(key, "a finite number > 0", v)
-        for key, low in (
-            ("n_bootstrap", 10),
-            ("n_posterior", 10),
-            ("max_levels", 2),
-            ("max_intersections", 2),
-            ("min_support", 1),
-            ("n_smallest", 0),
-        ):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise bad(key, f"an integer >= {low}", v)
+        require_integers(
+            WHERE,
+            self,
+            (
+                ("n_bootstrap", 10),
+                ("n_posterior", 10),
+                ("max_levels", 2),
+                ("max_intersections", 2),
+                ("min_support", 1),
+                ("n_smallest", 0),
+            ),
+        )
         if self.bootstrap_scheme not in SCHEMES:
             raise bad("bootstrap_scheme", f"one of {list(SCHEMES)}", self.bootstrap_scheme)
         if not 0.5 <= self.confidence_level < 1:

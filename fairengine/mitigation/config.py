@@ -14,6 +14,7 @@ from typing import Any
 from fairengine.errors import ConfigError
 from fairengine.intersectional.config import check_attributes_and_bins
 from fairengine.mitigation.postprocessor import VARIANTS, RTDPPostProcessor
+from fairengine.setting_checks import require_integers
 
 WHERE = "methods.mitigation"
 
@@ -107,8 +108,10 @@ class MitigationConfig:
             )
         for key in ("smoothing_alpha", "smoothing_beta", "fit_smoothing"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not (
-                math.isfinite(v) and v >= 0
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not (math.isfinite(v) and v >= 0)
             ):
                 raise bad(key, "a finite number >= 0")
         # the estimator's own checks, with this section's key names
@@ -116,15 +119,11 @@ class MitigationConfig:
             self.postprocessor(self.deploy)._check_params()
         except ConfigError as exc:
             raise ConfigError(f"{WHERE}.{exc}") from None
-        for key, low in (
-            ("min_support", 1),
-            ("n_posterior", 10),
-            ("n_realised", 0),
-            ("max_intersections", 2),
-        ):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise bad(key, f"an integer >= {low}")
+        require_integers(
+            WHERE,
+            self,
+            (("min_support", 1), ("n_posterior", 10), ("n_realised", 0), ("max_intersections", 2)),
+        )
         if not 0.05 <= self.test_size <= 0.95:
             raise bad("test_size", "in [0.05, 0.95]")
         if not 0.5 <= self.confidence_level < 1:

@@ -42,7 +42,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fairengine.transport.entropic import EntropicMap, _cost, _device
+from fairengine.transport.entropic import (
+    _ABSORB,
+    _CHECK_EVERY,
+    _CHECK_FROM,
+    _CUTOFF,
+    EntropicMap,
+    _cost,
+    _device,
+    _dtype,
+    median_cost,
+    torch_threads,
+)
 
 # float64 throughout: the shared kernel is not re-centred per replicate, so scalings and kernel
 # entries need float64's range (|log| up to ~700); entries below e^-_CUTOFF64 are set to 0, entries
@@ -124,8 +135,6 @@ def batched_sinkhorn(
     logk.div_(epsilon)
     k = logk.masked_fill_(logk < -_CUTOFF64, -math.inf).clamp_(max=_KERNEL_MAX).exp_()
     del logk
-    from fairengine.transport.entropic import _CHECK_EVERY, _CHECK_FROM
-
     r_all = a.shape[1]
     kt = k.T.contiguous()
     # compact working set: the columns of the replicates still iterating
@@ -278,8 +287,6 @@ def stabilized_batch_sinkhorn(
 
     Returns potentials f (R, n), g (R, m) and a (R,) bool mask of replicates that reached
     ``tol`` with finite potentials (the others should be refitted on their own)."""
-    from fairengine.transport.entropic import _ABSORB, _CHECK_EVERY, _CHECK_FROM, _CUTOFF
-
     r_all, n, m = x.shape[0], x.shape[1], y.shape[1]
     dt = x.dtype
     a, b = 1.0 / n, 1.0 / m
@@ -368,8 +375,6 @@ def split_refits(
     Returns the images of each replicate's source rows (R, k, d), with ``inverse`` the images
     of its target rows under the inverse map (R, l, d), and a (R,) mask of replicates that
     converged (the others should be refitted on their own)."""
-    from fairengine.transport.entropic import median_cost
-
     if estimator.epsilon is None:
         raise ValueError("split_refits needs a fixed epsilon (the observed fit's)")
     rng = np.random.default_rng(0) if rng is None else rng
@@ -378,15 +383,13 @@ def split_refits(
     active = sd > 1e-12 * np.maximum(1.0, np.abs(center))
     z = ((pool - center) / np.where(active, sd, 1.0))[:, active]
     eps = float(estimator.epsilon) * median_cost(z[source[0]], z[target[0]], rng)
-    dt = _dtype_of(estimator.dtype)
+    dt = _dtype(estimator.dtype)
     zt = torch.as_tensor(z, dtype=dt)
     r_all, k_rows, l_rows = source.shape[0], source.shape[1], target.shape[1]
     chunk = max(1, int(max_chunk_bytes // (k_rows * l_rows * (4 if dt == torch.float32 else 8))))
     images = np.empty((r_all, k_rows, pool.shape[1]))
     inv = np.empty((r_all, l_rows, pool.shape[1])) if inverse else None
     ok = np.zeros(r_all, bool)
-    from fairengine.transport.entropic import torch_threads
-
     with torch_threads(float(min(chunk, r_all) * k_rows * l_rows)):
         for start in range(0, r_all, chunk):
             sl = slice(start, min(start + chunk, r_all))
@@ -404,18 +407,10 @@ def split_refits(
     return images, inv, ok
 
 
-def _dtype_of(name: str) -> torch.dtype:
-    from fairengine.transport.entropic import _dtype
-
-    return _dtype(name)
-
-
 def _softmax_images(
     q: torch.Tensor, support: torch.Tensor, potential: torch.Tensor, eps: float
 ) -> torch.Tensor:
     """Batched T(q) = Σ_j s_j softmax_j((h_j − ‖q − s_j‖²)/ε), (R, nq, d)."""
-    from fairengine.transport.entropic import _CUTOFF
-
     logits = torch.baddbmm(
         (potential - (support * support).sum(2))[:, None, :] / eps,
         q,

@@ -1,0 +1,21 @@
+"""Checks shared by the method configurations (``methods.<method>.*`` in the audit YAML)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fairengine.errors import ConfigError
+
+
+def require_integer(where: str, key: str, value: Any, low: int) -> None:
+    """Raise :class:`ConfigError` ``"<where>.<key> must be an integer >= <low>, got <value>"``
+    unless ``value`` is an int (not a bool) of at least ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{where}.{key} must be an integer >= {low}, got {value!r}")
+
+
+def require_integers(where: str, config: Any, limits: Iterable[tuple[str, int]]) -> None:
+    """:func:`require_integer` for each ``(attribute, lower bound)`` of ``config``."""
+    for key, low in limits:
+        require_integer(where, key, getattr(config, key), low)
