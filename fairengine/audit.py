@@ -100,6 +100,7 @@ def finalize_audit(
     multiplicity: str = "holm",
     metadata: dict[str, Any] | None = None,
     audit_id: str | None = None,
+    warnings: list[str] | None = None,
 ) -> AuditResult:
     """Adjust p-values, take decisions, decide the verdict and wrap it all in an AuditResult."""
     apply_multiplicity(methods, alpha, multiplicity)
@@ -115,6 +116,7 @@ def finalize_audit(
         multiplicity=multiplicity,
         verdict=decide_verdict(methods, alpha),
         metadata=metadata or {},
+        warnings=list(warnings or []),
     )
 
 

@@ -284,6 +284,9 @@ class AuditResult:
     multiplicity: str
     verdict: Verdict
     metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Input warnings a reader must see next to the verdict (data cleaning applied, score
+    source caveats, ...); each is one sentence naming the column or setting."""
 
     def method(self, name: str) -> MethodResult:
         """The result of method ``name``; raises ``KeyError`` naming the available ones."""
@@ -309,6 +312,7 @@ class AuditResult:
             "multiplicity": self.multiplicity,
             "verdict": self.verdict.to_dict(),
             "metadata": to_jsonable(self.metadata),
+            "warnings": list(self.warnings),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -328,6 +332,7 @@ class AuditResult:
             multiplicity=d.get("multiplicity", "holm"),
             verdict=Verdict.from_dict(d["verdict"]),
             metadata=d.get("metadata", {}),
+            warnings=list(d.get("warnings", [])),
         )
 
     @classmethod
