@@ -9,15 +9,40 @@ transport maps, transparency reports, nulls, bootstrap refits and flip frequenci
   ``fliptest_ot.md``).
 """
 
-from fairengine.fliptest.config import FlipTestConfig
-from fairengine.fliptest.flipsets import Flipsets, compute_flipsets, fit_images, flipset_masks
-from fairengine.fliptest.method import METHOD, run_fliptest
-from fairengine.fliptest.statistics import FlipsetTest, FlipTestResult, flip_test
-from fairengine.fliptest.transparency import (
-    TransparencyReport,
-    marginal_histograms,
-    sign_test,
-    transparency_report,
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fairengine.fliptest.config import FlipTestConfig
+    from fairengine.fliptest.flipsets import Flipsets, compute_flipsets, fit_images, flipset_masks
+    from fairengine.fliptest.method import METHOD, run_fliptest
+    from fairengine.fliptest.statistics import FlipsetTest, FlipTestResult, flip_test
+    from fairengine.fliptest.transparency import (
+        TransparencyReport,
+        marginal_histograms,
+        sign_test,
+        transparency_report,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "FlipTestConfig": "config",
+        "Flipsets": "flipsets",
+        "compute_flipsets": "flipsets",
+        "fit_images": "flipsets",
+        "flipset_masks": "flipsets",
+        "METHOD": "method",
+        "run_fliptest": "method",
+        "FlipsetTest": "statistics",
+        "FlipTestResult": "statistics",
+        "flip_test": "statistics",
+        "TransparencyReport": "transparency",
+        "marginal_histograms": "transparency",
+        "sign_test": "transparency",
+        "transparency_report": "transparency",
+    },
 )
 
 __all__ = [

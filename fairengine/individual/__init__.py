@@ -7,30 +7,63 @@ error-rate-ratio tests, model adapters (torch modules, sklearn LogisticRegressio
 :func:`run_individual_fairness`.
 """
 
-from fairengine.individual.config import IndividualConfig
-from fairengine.individual.fair_metric import (
-    DiscountedDirectionsMetric,
-    EXPLOREMetric,
-    FACEMetric,
-    MahalanobisMetric,
-    SensitiveSubspaceMetric,
-    SVDSensitiveSubspaceMetric,
-    explore_pairs,
-)
-from fairengine.individual.gradient_flow import FlowResult, gradient_flow, project_simplex
-from fairengine.individual.loss_ratio_test import (
-    ErrorRateRatioResult,
-    LossRatioResult,
-    error_rate_ratio_test,
-    loss_ratio_test,
-)
-from fairengine.individual.method import METHOD, run_individual_fairness
-from fairengine.individual.torch_models import (
-    BlackBoxClassifier,
-    ModelAdapter,
-    TorchClassifier,
-    as_differentiable_model,
-    sklearn_to_torch,
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fairengine.individual.config import IndividualConfig
+    from fairengine.individual.fair_metric import (
+        DiscountedDirectionsMetric,
+        EXPLOREMetric,
+        FACEMetric,
+        MahalanobisMetric,
+        SensitiveSubspaceMetric,
+        SVDSensitiveSubspaceMetric,
+        explore_pairs,
+    )
+    from fairengine.individual.gradient_flow import FlowResult, gradient_flow, project_simplex
+    from fairengine.individual.loss_ratio_test import (
+        ErrorRateRatioResult,
+        LossRatioResult,
+        error_rate_ratio_test,
+        loss_ratio_test,
+    )
+    from fairengine.individual.method import METHOD, run_individual_fairness
+    from fairengine.individual.torch_models import (
+        BlackBoxClassifier,
+        ModelAdapter,
+        TorchClassifier,
+        as_differentiable_model,
+        sklearn_to_torch,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "IndividualConfig": "config",
+        "DiscountedDirectionsMetric": "fair_metric",
+        "EXPLOREMetric": "fair_metric",
+        "FACEMetric": "fair_metric",
+        "MahalanobisMetric": "fair_metric",
+        "SensitiveSubspaceMetric": "fair_metric",
+        "SVDSensitiveSubspaceMetric": "fair_metric",
+        "explore_pairs": "fair_metric",
+        "FlowResult": "gradient_flow",
+        "gradient_flow": "gradient_flow",
+        "project_simplex": "gradient_flow",
+        "ErrorRateRatioResult": "loss_ratio_test",
+        "LossRatioResult": "loss_ratio_test",
+        "error_rate_ratio_test": "loss_ratio_test",
+        "loss_ratio_test": "loss_ratio_test",
+        "METHOD": "method",
+        "run_individual_fairness": "method",
+        "BlackBoxClassifier": "torch_models",
+        "ModelAdapter": "torch_models",
+        "TorchClassifier": "torch_models",
+        "as_differentiable_model": "torch_models",
+        "sklearn_to_torch": "torch_models",
+    },
 )
 
 __all__ = [

@@ -15,36 +15,73 @@ Public API:
   audit method (``methods.intersectional``).
 """
 
-from fairengine.intersectional.cells import (
-    IntersectionTable,
-    auditable_mask,
-    check_levels,
-    collapse_counts,
-    support_status,
-    table_from_arrays,
-)
-from fairengine.intersectional.config import IntersectionalConfig
-from fairengine.intersectional.estimators import (
-    EpsilonDistribution,
-    bootstrap_counts,
-    bootstrap_epsilon,
-    bootstrap_statistics,
-    posterior_epsilon,
-    posterior_epsilons,
-)
-from fairengine.intersectional.method import intersection_table, run_intersectional
-from fairengine.intersectional.metrics import (
-    DATA_METRICS,
-    METRICS,
-    MODEL_METRICS,
-    DifferentialFairness,
-    differential_fairness,
-    elift_epsilon,
-    epsilon_from_counts,
-    overall_rate,
-    pairwise_epsilon,
-    rate_counts,
-    smoothed_rates,
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fairengine.intersectional.cells import (
+        IntersectionTable,
+        auditable_mask,
+        check_levels,
+        collapse_counts,
+        support_status,
+        table_from_arrays,
+    )
+    from fairengine.intersectional.config import IntersectionalConfig
+    from fairengine.intersectional.estimators import (
+        EpsilonDistribution,
+        bootstrap_counts,
+        bootstrap_epsilon,
+        bootstrap_statistics,
+        posterior_epsilon,
+        posterior_epsilons,
+    )
+    from fairengine.intersectional.method import intersection_table, run_intersectional
+    from fairengine.intersectional.metrics import (
+        DATA_METRICS,
+        METRICS,
+        MODEL_METRICS,
+        DifferentialFairness,
+        differential_fairness,
+        elift_epsilon,
+        epsilon_from_counts,
+        overall_rate,
+        pairwise_epsilon,
+        rate_counts,
+        smoothed_rates,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "IntersectionTable": "cells",
+        "auditable_mask": "cells",
+        "check_levels": "cells",
+        "collapse_counts": "cells",
+        "support_status": "cells",
+        "table_from_arrays": "cells",
+        "IntersectionalConfig": "config",
+        "EpsilonDistribution": "estimators",
+        "bootstrap_counts": "estimators",
+        "bootstrap_epsilon": "estimators",
+        "bootstrap_statistics": "estimators",
+        "posterior_epsilon": "estimators",
+        "posterior_epsilons": "estimators",
+        "intersection_table": "method",
+        "run_intersectional": "method",
+        "DATA_METRICS": "metrics",
+        "METRICS": "metrics",
+        "MODEL_METRICS": "metrics",
+        "DifferentialFairness": "metrics",
+        "differential_fairness": "metrics",
+        "elift_epsilon": "metrics",
+        "epsilon_from_counts": "metrics",
+        "overall_rate": "metrics",
+        "pairwise_epsilon": "metrics",
+        "rate_counts": "metrics",
+        "smoothed_rates": "metrics",
+    },
 )
 
 __all__ = [

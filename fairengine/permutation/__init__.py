@@ -16,20 +16,48 @@ Public API:
   with DeLong variance per permutation).
 """
 
-from fairengine.permutation.config import PermutationConfig
-from fairengine.permutation.correlation import CorrelationTestResult, correlation_permutation_test
-from fairengine.permutation.method import run_permutation_tests
-from fairengine.permutation.metrics import BUILTIN_METRICS, RATIO_METRICS, canonical_metric
-from fairengine.permutation.sample_size import (
-    SampleSizePlan,
-    minimum_detectable_difference,
-    plan_sample_size,
-)
-from fairengine.permutation.two_group import (
-    CustomMetricError,
-    PermutationTestResult,
-    permutation_pvalue,
-    permutation_test,
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fairengine.permutation.config import PermutationConfig
+    from fairengine.permutation.correlation import (
+        CorrelationTestResult,
+        correlation_permutation_test,
+    )
+    from fairengine.permutation.method import run_permutation_tests
+    from fairengine.permutation.metrics import BUILTIN_METRICS, RATIO_METRICS, canonical_metric
+    from fairengine.permutation.sample_size import (
+        SampleSizePlan,
+        minimum_detectable_difference,
+        plan_sample_size,
+    )
+    from fairengine.permutation.two_group import (
+        CustomMetricError,
+        PermutationTestResult,
+        permutation_pvalue,
+        permutation_test,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "PermutationConfig": "config",
+        "CorrelationTestResult": "correlation",
+        "correlation_permutation_test": "correlation",
+        "run_permutation_tests": "method",
+        "BUILTIN_METRICS": "metrics",
+        "RATIO_METRICS": "metrics",
+        "canonical_metric": "metrics",
+        "SampleSizePlan": "sample_size",
+        "minimum_detectable_difference": "sample_size",
+        "plan_sample_size": "sample_size",
+        "CustomMetricError": "two_group",
+        "PermutationTestResult": "two_group",
+        "permutation_pvalue": "two_group",
+        "permutation_test": "two_group",
+    },
 )
 
 __all__ = [
