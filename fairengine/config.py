@@ -44,12 +44,44 @@ from fairengine.scores import SCORE_TYPES
 
 @dataclass
 class DataConfig:
-    """Where the audit data comes from: a file ``path`` or an ``embedded`` dataset name."""
+    """Where the audit data comes from: a file ``path`` or an ``embedded`` dataset name.
+
+    ``delimiter`` (CSV; ``None`` = detected among ``,`` ``;`` tab ``|``), ``names`` (column
+    names of a CSV without a header row), ``na_values`` (extra missing-value markers) and
+    ``missing`` (``error``: missing values in a role column stop the audit; ``drop``: those rows
+    are dropped and counted in the audit's warnings) are applied by
+    :mod:`fairengine.loaders` and :mod:`fairengine.data_hygiene`.
+    """
 
     path: str | None = None
     format: str | None = None
     embedded: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    delimiter: str | None = None
+    names: list[str] | None = None
+    na_values: list[str] = field(default_factory=list)
+    missing: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.missing not in ("error", "drop"):
+            raise ConfigError(f"data.missing must be 'error' or 'drop', got {self.missing!r}")
+        if self.delimiter is not None and len(self.delimiter) != 1:
+            raise ConfigError(
+                f"data.delimiter must be a single character (e.g. ';' or a tab \"\\t\"), "
+                f"got {self.delimiter!r}"
+            )
+        if self.names is not None:
+            blank = [i + 1 for i, n in enumerate(self.names) if not str(n).strip()]
+            dupes = sorted({n for n in self.names if self.names.count(n) > 1})
+            if not self.names or blank or dupes:
+                raise ConfigError(
+                    "data.names must list one distinct, non-empty name per column of a CSV "
+                    f"without a header row; got {len(self.names)} names"
+                    + (f", blank at position(s) {blank}" if blank else "")
+                    + (f", repeated: {dupes}" if dupes else "")
+                )
+        if self.embedded and (self.delimiter or self.names is not None):
+            raise ConfigError("data.delimiter and data.names apply to CSV files, not to embedded")
 
 
 @dataclass
@@ -72,9 +104,15 @@ class ModelConfig:
 
 @dataclass
 class ValidationConfig:
-    """Data validation (Great Expectations) settings."""
+    """Data validation settings.
+
+    ``min_group_size``: every group of a protected attribute needs this many rows.
+    ``max_groups``: a protected attribute may have at most this many groups (a zip code with
+    300 values would make 44,850 pairs to compare; see :mod:`fairengine.work_bounds`).
+    """
 
     min_group_size: int = 30
+    max_groups: int = 50
 
 
 @dataclass
@@ -191,6 +229,10 @@ class AuditConfig:
                 f"multiplicity must be one of {list(MULTIPLICITY_METHODS)}, "
                 f"got {self.multiplicity!r}"
             )
+        if self.validation.max_groups < 2:
+            raise ConfigError(
+                f"validation.max_groups must be >= 2, got {self.validation.max_groups}"
+            )
         if self.validation.min_group_size < 1:
             raise ConfigError(
                 f"validation.min_group_size must be >= 1, got {self.validation.min_group_size}"
@@ -224,9 +266,16 @@ class AuditConfig:
         ``base_dir``. Unknown keys and wrong types raise :class:`ConfigError` naming the key."""
         if not isinstance(raw, dict):
             raise ConfigError(f"the audit config must be a mapping, got {type(raw).__name__}")
-        cfg = _build(cls, raw, "")
-        if base_dir is not None and cfg.data.path and not Path(cfg.data.path).is_absolute():
-            cfg.data.path = str((base_dir / cfg.data.path).resolve())
+        problems: list[str] = []
+        cfg = _build(cls, raw, "", problems)
+        if problems:
+            raise ConfigError(_listing(problems), problems)
+        if base_dir is not None:  # relative paths are relative to the config file
+            for section, key in (("data", "path"), ("output", "dir"), ("cache", "dir")):
+                part = getattr(cfg, section)
+                value = getattr(part, key)
+                if value and not Path(value).expanduser().is_absolute():
+                    setattr(part, key, str((base_dir / value).resolve()))
         return cfg
 
     @classmethod
@@ -269,7 +318,22 @@ def read_config_file(path: str | Path, what: str = "config file") -> dict[str, A
     return raw
 
 
-def _build(cls: type, raw: dict[str, Any], prefix: str) -> Any:
+def _listing(problems: list[str]) -> str:
+    """One message for every problem found in a config."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems in the audit config:\n" + "\n".join(
+        f"  - {p}" for p in problems
+    )
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str, problems: list[str]) -> Any:
+    """``cls(**raw)`` with nested sections built recursively.
+
+    Every problem (unknown key, wrong type, invalid value) is appended to ``problems`` instead of
+    stopping at the first one; a section with a problem falls back to its defaults so that the
+    rest of the config is still checked. The caller raises once, listing them all.
+    """
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
@@ -278,19 +342,29 @@ def _build(cls: type, raw: dict[str, Any], prefix: str) -> Any:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
-            raise ConfigError(
+            problems.append(
                 f"unknown config key {where!r}{hint} (known keys here: {sorted(fields)})"
             )
-        kwargs[key] = _coerce(hints[key], value, where)
+            continue
+        try:
+            kwargs[key] = _coerce(hints[key], value, where, problems)
+        except ConfigError as exc:
+            problems.append(str(exc))
     try:
         return cls(**kwargs)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid config at {prefix or 'top level'}: {exc}") from None
+    except (ConfigError, TypeError, ValueError) as exc:
+        problems.append(
+            str(exc)
+            if isinstance(exc, ConfigError)
+            else f"invalid config at {prefix or 'top level'}: {exc}"
+        )
+    try:
+        return cls()
+    except (ConfigError, TypeError, ValueError):  # no usable defaults: the problem is listed
+        return None
 
 
-def _coerce(tp: Any, value: Any, where: str) -> Any:
+def _coerce(tp: Any, value: Any, where: str, problems: list[str]) -> Any:
     if tp is Any:
         return value
     origin = typing.get_origin(tp)
@@ -299,17 +373,17 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, where)
+        return _coerce(inner[0], value, where, problems)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")
-        return _build(tp, value, f"{where}.")
+        return _build(tp, value, f"{where}.", problems)
     if origin is list:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list):
             raise ConfigError(f"config key {where!r} must be a list, got {value!r}")
-        return [_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_coerce(args[0], v, f"{where}[{i}]", problems) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")

@@ -25,11 +25,23 @@ class DataValidationError(FairEngineError):
 
 
 class ConfigError(FairEngineError):
-    """The audit configuration is invalid (unknown key, wrong type, missing file)."""
+    """The audit configuration is invalid (unknown key, wrong type, missing file).
+
+    ``problems`` lists every problem found when a whole config was checked at once.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [message])
 
 
 class ModelLoadError(FairEngineError):
     """The model URI could not be loaded or the model cannot score the data."""
+
+
+class MlflowUnavailableError(FairEngineError):
+    """The MLflow store the audit needs does not answer (a server that is down, a folder that
+    cannot be written); the CLI exits with code 3."""
 
 
 class ResultLoggingError(FairEngineError):

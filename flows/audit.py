@@ -20,15 +20,18 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from fairengine import progress
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError, ResultLoggingError
 from fairengine.results import AuditResult
+from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
+from tasks.mlflow_store import check_tracking_store
 from tasks.model import SCORE_COLUMN, first_line, load_model, model_handles, score_data
 from tasks.outputs import write_outputs
 from tasks.report import render_report_task
@@ -101,12 +104,16 @@ def audit_flow(
 
     def timed(step: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
+        progress.report(step, "started")
         try:
             return fn(*args, **kwargs)
         finally:
             timings[step] = round(time.perf_counter() - start, 4)
+            progress.report(step, f"finished in {timings[step]:.1f} s")
 
-    frame, roles, source = timed("load_data", load_data, cfg)
+    loaded = timed("load_data", load_data, cfg)
+    frame, roles, source = loaded.frame, loaded.roles, loaded.source
+    input_warnings = list(loaded.warnings)
     model_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
     model: Any = None
     if cfg.model.uri:
@@ -138,6 +145,7 @@ def audit_flow(
         min_group_size=cfg.validation.min_group_size,
     )
     dataset = timed("build_dataset", build_dataset, frame, roles, cfg)
+    check_work_bounds(cfg, {a: g.n_groups for a, g in dataset.groups.items()})
 
     methods = run_methods(cfg, dataset, model, model_info, logger, timings)
 
@@ -150,6 +158,7 @@ def audit_flow(
         methods=methods,
         alpha=cfg.alpha,
         multiplicity=cfg.multiplicity,
+        warnings=input_warnings,
         metadata={
             "versions": package_versions(),
             "fairengine_version": package_versions()["fairengine"],
@@ -157,7 +166,8 @@ def audit_flow(
             "timings": timings,
         },
     )
-    if cfg.mlflow.enabled:
+    store = check_tracking_store(tracking_uri) if cfg.mlflow.enabled else None
+    if store is not None and store.reachable:
         result.metadata["previous_audits"] = previous_audits_task(
             result, tracking_uri, cfg.mlflow.experiment
         )
@@ -165,8 +175,16 @@ def audit_flow(
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))
     mlflow_info = None
+    if store is not None and not store.reachable:
+        raise ResultLoggingError(
+            f"the audit finished (verdict {result.verdict.status.upper()}) but the MLflow store "
+            f"is not available: {store.reason}. The report and JSON are kept at "
+            f"{paths['report']} and {paths['json']}; log them later with: "
+            f"fairengine log --result {paths['json']}"
+        )
     if cfg.mlflow.enabled:
         try:
+            progress.report("log_to_mlflow", "started")
             mlflow_info = log_to_mlflow(
                 result,
                 html,
@@ -203,22 +221,35 @@ def _register_mitigation(
 ) -> dict[str, str] | None:
     """Register the mitigated model (``methods.mitigation.register``) after the audit is logged.
 
-    A failure here is reported (log and warning) but does not undo the logged audit.
+    Registered only when ``methods.mitigation.register_if`` allows it (the held-out ε against the
+    target, ``details["registration"]``). The outcome, with its reason, is logged and kept in
+    ``result.metadata["mitigation_registration"]`` (``registered``, ``reason``, ``uri``) for the
+    CLI. A failure here is reported (log and warning) but does not undo the logged audit.
     """
+    from fairengine.mitigation import RegistrationDecision
+
     mcfg = cfg.methods.mitigation
     if not (mcfg.enabled and mcfg.register):
         return None
     logger = get_run_logger()
-    method = result.method("mitigation")
+
+    def not_registered(reason: str) -> None:
+        logger.warning("Mitigated model not registered because %s", reason)
+        outcome = {"registered": False, "reason": reason, "uri": None}
+        result.metadata["mitigation_registration"] = outcome
+
+    method = next((m for m in result.methods if m.method == "mitigation"), None)
     if method is None or method.status != "ok":
-        logger.warning("Mitigated model not registered: the mitigation step did not succeed")
-        return None
+        why = "it did not run" if method is None else f"{method.status}: {method.reason}"
+        return not_registered(f"the mitigation step did not succeed ({why})")
+    decision = RegistrationDecision.from_dict(method.details["registration"])
+    if not decision.allowed:
+        return not_registered(decision.reason)
     if not model_info.get("name"):
-        logger.warning(
-            "Mitigated model not registered: methods.mitigation.register needs model.uri to be "
-            "a registry model (models:/name/version or models:/name@alias)"
+        return not_registered(
+            "methods.mitigation.register needs model.uri to be a registry model "
+            "(models:/name/version or models:/name@alias)"
         )
-        return None
     from tasks.mitigated_model import register_mitigated_model
 
     features = list(roles.features or ())
@@ -231,6 +262,7 @@ def _register_mitigation(
             tracking_uri=tracking_uri,
             audit_run_id=audit_run_id,
             audit_id=result.audit_id,
+            decision=decision,
             example=frame[inputs].head(5),
         )
     except Exception as exc:
@@ -238,7 +270,14 @@ def _register_mitigation(
             f"the audit was logged, but registering the mitigated model failed: "
             f"{type(exc).__name__}: {first_line(exc)}"
         ) from exc
-    logger.info("Registered the mitigated model as %s", info["uri"])
+    logger.info(
+        "Registered the mitigated model as %s: %s (target met: %s)",
+        info["uri"],
+        decision.reason,
+        decision.target_met,
+    )
+    outcome = {"registered": True, "reason": decision.reason, "uri": info["uri"]}
+    result.metadata["mitigation_registration"] = outcome
     return info
 
 

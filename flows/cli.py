@@ -8,10 +8,15 @@ before any of them is imported.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
+from typing import Any
 
 from tasks.settings import apply_offline_defaults
 
@@ -22,14 +27,146 @@ environment:
   MLFLOW_TRACKING_URI   MLflow store/server to use instead of $FAIRENGINE_HOME/mlflow.db
   PREFECT_API_URL       a Prefect server to report runs to (default: embedded, no server)
 
-exit codes: 0 audit ran (any verdict; see --fail-on-disparity), 1 audit verdict 'fail' with
---fail-on-disparity, 2 bad input, configuration, data or model (message on stderr), 3 the audit
-ran and its report/JSON are on disk but logging to MLflow failed (re-log with `fairengine log`).
+exit codes:
+  0  the audit ran (verdict pass, incomplete, or fail without --fail-on-disparity)
+  1  verdict FAIL with --fail-on-disparity
+  2  bad input: configuration, data, or model (the message on stderr says what to change)
+  3  MLflow unavailable: the audit's report.html and audit.json are on disk; record them
+     later with `fairengine log --result <audit.json>` (the command is printed)
+  4  internal error (a bug: please report it with the output of --debug)
+  130/143  stopped by SIGINT/SIGTERM
 """
+
+EXIT_FAIL, EXIT_INPUT, EXIT_MLFLOW, EXIT_INTERNAL = 1, 2, 3, 4
+PROGRESS_EVERY_S = 5.0  # at most one batch-progress line per step this often
+
+
+_QUIET = False
 
 
 def _progress(msg: str) -> None:
-    print(f"[fairengine] {msg}", file=sys.stderr, flush=True)
+    if not _QUIET:  # not print(): the flow's log_prints would turn it into a Prefect log
+        sys.stderr.write(f"[fairengine] {msg}\n")
+        sys.stderr.flush()
+
+
+class _ProgressPrinter:
+    """Prints :mod:`fairengine.progress` events: every step start/finish, and batch progress
+    (``12/68 tests``) at most every :data:`PROGRESS_EVERY_S` seconds per step."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.last: dict[str, float] = {}
+
+    def __call__(self, event: Any) -> None:
+        now = time.perf_counter()
+        elapsed = f"{now - self.start:.0f} s"
+        if event.done is None or not event.total:
+            _progress(f"{event.step}: {event.message} [{elapsed}]")
+            return
+        if now - self.last.get(event.step, self.start) < PROGRESS_EVERY_S:
+            return
+        self.last[event.step] = now
+        _progress(f"{event.step}: {event.done}/{event.total} {event.message} [{elapsed}]")
+
+
+class AuditInterrupted(BaseException):
+    """Raised in the main thread by SIGINT/SIGTERM (a BaseException, so that no ``except
+    Exception`` on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _hard_exit(code: int) -> None:
+    """End the process now: discard an MLflow run still being logged, stop child processes
+    (Prefect's embedded server, Dask workers) and ``os._exit`` without waiting for method
+    threads, which Python cannot interrupt. Results of finished methods are already in the
+    cache (Prefect persists a task's result when it completes)."""
+    try:
+        from tasks.mlflow_log import discard_open_runs
+
+        for run_id in discard_open_runs():
+            _progress(f"discarded the partial MLflow run {run_id}")
+    except Exception:  # exiting anyway
+        pass
+    try:
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+        for child in children:
+            child.terminate()
+        _, alive = psutil.wait_procs(children, timeout=1.0)
+        for child in alive:
+            child.kill()
+    except Exception:  # exiting anyway
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    _progress(
+        f"{signal.Signals(signum).name} received: stopping. Finished method results stay in the "
+        "cache; no partial MLflow run is kept."
+    )
+    raise AuditInterrupted(signum)
+
+
+def _install_signal_handlers() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_signal)
+        signal.signal(signal.SIGTERM, _on_signal)
+
+
+def _in_worker_thread(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread while the main thread waits for signals.
+
+    Prefect's flow engine replaces the SIGTERM handler of the main thread while a flow runs and,
+    on SIGTERM, waits for the running tasks before it exits (minutes for a long permutation
+    step). Run elsewhere, the flow leaves the main thread's handlers alone: SIGINT/SIGTERM
+    raise :class:`AuditInterrupted` here at once and :func:`main` ends the process.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as exc:  # re-raised in the main thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name="fairengine-audit", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class _NoTraceback(logging.Filter):
+    """Drops the traceback from framework log records (Prefect logs every failed task and flow
+    with its full trace); the CLI prints the error itself. ``--debug`` keeps them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+def _quiet_framework_tracebacks() -> None:
+    import prefect  # noqa: F401 - configures Prefect's handlers, which get the filter
+
+    loggers = [logging.getLogger()] + [
+        logging.getLogger(name)
+        for name in list(logging.Logger.manager.loggerDict)
+        if name.startswith("prefect")
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            handler.addFilter(_NoTraceback())
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -40,6 +177,15 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress output (errors and results only)"
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        help="show framework logs and full tracebacks (for bug reports)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -50,6 +196,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "data (embedded, no download), register it in MLflow, write the audit data and an "
         "audit.yaml you can edit and re-run, and audit the model. Prints where the report and "
         "the MLflow run are.",
+        parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
     )
@@ -72,6 +219,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run an audit described by a YAML config",
         description="Run the audit flow described by an audit YAML (data, column roles, model "
         "URI or a score column, methods and parameters; see README 'Configuration reference').",
+        parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
     )
@@ -142,6 +290,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "MLflow server was down)",
         description="Record an audit that ran but could not be logged: reads audit.json and "
         "the report.html beside it, creates the MLflow run and tags the audited model version.",
+        parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
     )
@@ -159,7 +308,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``fairengine`` command."""
+    """Entry point of the ``fairengine`` command (exit codes: see :data:`EPILOG`)."""
+    global _QUIET
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -169,11 +319,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command is None:
         parser.print_help()
-        return 2
+        return EXIT_INPUT
+    debug = bool(getattr(args, "debug", False))
+    _QUIET = bool(getattr(args, "quiet", False))
     apply_offline_defaults()
-    from fairengine.errors import FairEngineError, ResultLoggingError
+    if not debug:  # our own progress lines replace Prefect's INFO chatter
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    _install_signal_handlers()
+    from fairengine import progress
+    from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError
 
+    if not _QUIET:
+        progress.set_listener(_ProgressPrinter())
     try:
+        if args.command in ("demo", "audit") and not debug:
+            _quiet_framework_tracebacks()
         if args.command == "demo":
             return _demo(args)
         if args.command == "log":
@@ -181,18 +341,37 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sample-size":
             return _sample_size(args)
         return _audit(args)
-    except ResultLoggingError as exc:
-        print(f"fairengine: error: {exc}", file=sys.stderr)
-        return 3
+    except AuditInterrupted as exc:
+        _hard_exit(128 + exc.signum)
+        return 128 + exc.signum  # not reached
+    except (ResultLoggingError, MlflowUnavailableError) as exc:
+        print(f"fairengine: error: MLflow unavailable: {exc}", file=sys.stderr)
+        return EXIT_MLFLOW
     except FairEngineError as exc:
         print(f"fairengine: error: {exc}", file=sys.stderr)
-        return 2
+        if debug:
+            traceback.print_exc()
+        return EXIT_INPUT
+    except Exception as exc:
+        print(
+            f"fairengine: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in FairEngine, not in your input; please report it with the output "
+            "of the same command with --debug.",
+            file=sys.stderr,
+        )
+        if debug:
+            traceback.print_exc()
+        return EXIT_INTERNAL
+    finally:
+        progress.set_listener(None)
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from fairengine.config import AuditConfig, read_config_file
+    from flows.preflight import preflight
 
     cfg_path = args.config.expanduser()
+    from fairengine.config import read_config_file
+
     raw = read_config_file(cfg_path)
     if args.tracking_uri:
         raw.setdefault("mlflow", {})["tracking_uri"] = args.tracking_uri
@@ -202,10 +381,37 @@ def _audit(args: argparse.Namespace) -> int:
         raw.setdefault("mlflow", {})["enabled"] = False
     if args.no_cache:
         raw.setdefault("cache", {})["enabled"] = False
-    AuditConfig.from_dict(raw, base_dir=cfg_path.parent.resolve())  # fail fast, before Prefect
-    run = _run_flow(raw, str(cfg_path.parent.resolve()))
+    base_dir = cfg_path.parent.resolve()
+    start = time.perf_counter()
+    checked = preflight(raw, base_dir)  # every input check, before Prefect starts
+    _progress(
+        f"Checked the config and {checked.n_rows:,} rows of data in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    for warning in checked.warnings:
+        _progress(f"warning: {warning}")
+    store_down = checked.mlflow_down
+    if store_down:
+        assert checked.store is not None
+        _progress(
+            f"warning: MLflow store {checked.store.uri} is not available "
+            f"({checked.store.reason}); the audit runs and is saved locally"
+        )
+        raw.setdefault("mlflow", {})["enabled"] = False
+    run = _run_flow(raw, str(base_dir))
     _print_outcome(run)
-    return 1 if args.fail_on_disparity and run.result.verdict.status == "fail" else 0
+    if store_down:
+        assert checked.store is not None
+        print(
+            f"fairengine: error: MLflow unavailable: {checked.store.reason}. The audit is saved "
+            f"at {run.paths['json']}; log it when MLflow is back with:\n"
+            f"  fairengine log --result {run.paths['json']}"
+            + (f" --tracking-uri {checked.store.uri}" if args.tracking_uri else ""),
+            file=sys.stderr,
+        )
+        return EXIT_MLFLOW
+    fail = args.fail_on_disparity and run.result.verdict.status == "fail"
+    return EXIT_FAIL if fail else 0
 
 
 def _sample_size(args: argparse.Namespace) -> int:
@@ -227,9 +433,10 @@ def _sample_size(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace) -> int:
-    from fairengine.errors import ConfigError
+    from fairengine.errors import ConfigError, MlflowUnavailableError
     from fairengine.results import AuditResult
     from tasks.mlflow_log import log_audit
+    from tasks.mlflow_store import check_tracking_store
     from tasks.settings import default_tracking_uri
 
     path = args.result.expanduser()
@@ -243,6 +450,9 @@ def _log(args: argparse.Namespace) -> int:
         raise ConfigError(f"{str(path)!r} is not a FairEngine audit result: {exc}") from None
     settings = result.config.get("mlflow") or {}
     tracking_uri = args.tracking_uri or settings.get("tracking_uri") or default_tracking_uri()
+    store = check_tracking_store(tracking_uri)
+    if not store.reachable:
+        raise MlflowUnavailableError(f"{store.reason}; nothing logged, try again later")
     info = log_audit(
         result,
         report.read_text(encoding="utf-8"),
@@ -250,7 +460,13 @@ def _log(args: argparse.Namespace) -> int:
         experiment=args.experiment or settings.get("experiment") or "fairengine-audits",
         tag_model_version=bool(settings.get("tag_model_version", True)),
     )
-    print(f"Logged audit {result.audit_id} to MLflow run {info['run_id']} ({tracking_uri})")
+    if info.get("already_logged"):
+        print(
+            f"Audit {result.audit_id} was already logged as MLflow run {info['run_id']} "
+            f"({tracking_uri}); nothing new logged"
+        )
+    else:
+        print(f"Logged audit {result.audit_id} to MLflow run {info['run_id']} ({tracking_uri})")
     return 0
 
 
@@ -268,11 +484,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _run_flow(config: dict, base_dir: str):
-    _progress("Starting the audit flow (Prefect embedded mode; the first start takes ~15 s) ...")
+    _progress(
+        "Starting the audit flow (Prefect embedded mode: starting its temporary server takes "
+        "~10-20 s; set PREFECT_API_URL to a running server to skip it) ..."
+    )
     start = time.perf_counter()
     from flows.audit import run_audit
 
-    run = run_audit(config=config, base_dir=base_dir)
+    run = _in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
     _progress(f"Audit finished in {time.perf_counter() - start:.1f} s")
     return run
 
@@ -295,11 +514,16 @@ def _print_outcome(run) -> None:
             f"             artifacts audit/report.html and audit/audit.json under "
             f"{run.mlflow['artifact_uri']}"
         )
+        registration = r.metadata.get("mitigation_registration") or {}
         if run.mlflow.get("mitigated_model_uri"):
             print(
                 f"Mitigated:   {run.mlflow['mitigated_model_uri']} (RTDP rule around the "
                 "audited model; audit it with threshold: null)"
             )
+            if registration.get("reason"):
+                print(f"             registered: {registration['reason']}")
+        elif registration:
+            print(f"Mitigated:   not registered because {registration['reason']}")
         print(f"Browse:      mlflow ui --backend-store-uri {run.mlflow['tracking_uri']}")
 
 

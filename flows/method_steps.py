@@ -19,6 +19,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from prefect.futures import as_completed
+
+from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.results import MethodResult
@@ -168,9 +171,13 @@ def run_methods(
         if cache_options:
             task = task.with_options(**cache_options)
         kwargs = _call_kwargs(task, cfg.seed, step.model_arg, handle)
+        progress.report(step.name, "started")
         submitted[step.name] = (task.submit(dataset, params, **kwargs), time.perf_counter())
 
-    for name, (future, started) in submitted.items():
+    names = {id(future): name for name, (future, _) in submitted.items()}
+    for future in as_completed([future for future, _ in submitted.values()]):
+        name = names[id(future)]
+        started = submitted[name][1]
         step = next(s for s in METHOD_STEPS if s.name == name)
         try:
             results[name] = future.result()
@@ -181,7 +188,10 @@ def run_methods(
             )
         if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
             timings[f"{name} (cached)"] = 0.0
+            progress.report(name, "finished (cached result reused)")
             continue
         own = results[name].seconds  # the method's own compute time, when it reports one
         timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
+        outcome = "failed" if results[name].status == "failed" else "finished"
+        progress.report(name, f"{outcome} in {timings[name]:.1f} s")
     return [results[s.name] for s in METHOD_STEPS]

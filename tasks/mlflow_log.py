@@ -155,6 +155,21 @@ def discard_partial_run(client: Any, run_id: str) -> None:
             _warn("could not %s partial MLflow run %s: %s", step, run_id, exc)
 
 
+_OPEN_RUNS: dict[str, Any] = {}
+"""Runs :func:`log_audit` has created and not yet finished (run id -> client)."""
+
+
+def discard_open_runs() -> list[str]:
+    """Discard every run still being logged (the process is about to end: SIGTERM); returns
+    their ids. Called from the CLI's signal path, so that no partial audit run is left."""
+    discarded = []
+    for run_id, client in list(_OPEN_RUNS.items()):
+        discard_partial_run(client, run_id)
+        _OPEN_RUNS.pop(run_id, None)
+        discarded.append(run_id)
+    return discarded
+
+
 def log_audit(
     result: AuditResult,
     html: str,
@@ -182,6 +197,18 @@ def log_audit(
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     exp_id = ensure_experiment(client, experiment, tracking_uri)
     model = result.model
+    existing = logged_audit_run(client, exp_id, result.audit_id)
+    if existing is not None:  # idempotent: one audit id, one finished run
+        _warn("audit %s is already logged as MLflow run %s", result.audit_id, existing)
+        artifact_uri = client.get_run(existing).info.artifact_uri
+        _tag_model_version(client, result, existing, artifact_uri, tag_model_version)
+        return {
+            "run_id": existing,
+            "experiment_id": exp_id,
+            "artifact_uri": artifact_uri,
+            "tracking_uri": tracking_uri,
+            "already_logged": "true",
+        }
     tags = {
         TAGS.audit_id: result.audit_id,
         TAGS.verdict: result.verdict.status,
@@ -198,6 +225,7 @@ def log_audit(
     )
     run = client.create_run(exp_id, run_name=run_name, tags=tags)
     run_id = run.info.run_id
+    _OPEN_RUNS[run_id] = client
     try:
         params = flatten_params(result.config)
         items = list(params.items())
@@ -222,16 +250,11 @@ def log_audit(
     except BaseException:
         discard_partial_run(client, run_id)
         raise
+    finally:
+        _OPEN_RUNS.pop(run_id, None)
     artifact_uri = client.get_run(run_id).info.artifact_uri
     name, version = model.get("name"), model.get("version")
-    if tag_model_version and name and version:
-        for key, value in {
-            TAGS.verdict: result.verdict.status,
-            TAGS.audit_run_id: run_id,
-            TAGS.audit_id: result.audit_id,
-            TAGS.report_uri: f"{artifact_uri}/audit/report.html",
-        }.items():
-            client.set_model_version_tag(name, str(version), key, value)
+    _tag_model_version(client, result, run_id, artifact_uri, tag_model_version)
     if approve_alias and name and version and result.verdict.status == "pass":
         client.set_registered_model_alias(name, approve_alias, str(version))
     return {
@@ -242,7 +265,33 @@ def log_audit(
     }
 
 
-@task(name="log-to-mlflow", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=3)
+def logged_audit_run(client: Any, experiment_id: str, audit_id: str) -> str | None:
+    """The id of a FINISHED run of ``experiment_id`` tagged with ``audit_id``, if any."""
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{TAGS.audit_id}` = '{audit_id}' and attributes.status = 'FINISHED'",
+        max_results=1,
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def _tag_model_version(
+    client: Any, result: AuditResult, run_id: str, artifact_uri: str, enabled: bool
+) -> None:
+    """Tag the audited model version (when there is one) with the audit's verdict and run."""
+    name, version = result.model.get("name"), result.model.get("version")
+    if not (enabled and name and version):
+        return
+    for key, value in {
+        TAGS.verdict: result.verdict.status,
+        TAGS.audit_run_id: run_id,
+        TAGS.audit_id: result.audit_id,
+        TAGS.report_uri: f"{artifact_uri}/audit/report.html",
+    }.items():
+        client.set_model_version_tag(name, str(version), key, value)
+
+
+@task(name="log-to-mlflow", cache_policy=NO_CACHE)
 def log_to_mlflow(
     result: AuditResult,
     html: str,
@@ -252,7 +301,12 @@ def log_to_mlflow(
     approve_alias: str | None = None,
     run_tags: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Prefect task around :func:`log_audit` (retried: the store may be a remote server)."""
+    """Prefect task around :func:`log_audit`.
+
+    Not retried by Prefect: the MLflow client already retries each HTTP call
+    (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, bounded by :data:`tasks.settings.MLFLOW_CLIENT_DEFAULTS`),
+    and retrying the whole logging on top made a stopped server block the CLI for 13 minutes.
+    """
     info = log_audit(
         result,
         html,

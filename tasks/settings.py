@@ -22,9 +22,19 @@ OFFLINE_DEFAULTS: dict[str, str] = {
 }
 
 
+# Bounded MLflow client retries. MLflow's defaults (7 retries, backoff factor 2, 120 s timeout)
+# let one call to a stopped server block for minutes; an audit makes a handful of calls, so a
+# server that is down reports within a minute with these (user settings win).
+MLFLOW_CLIENT_DEFAULTS: dict[str, str] = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+
+
 def apply_offline_defaults() -> None:
-    """Set the offline/telemetry defaults for variables the user has not set."""
-    for key, value in OFFLINE_DEFAULTS.items():
+    """Set the offline/telemetry and MLflow client defaults for variables the user has not set."""
+    for key, value in {**OFFLINE_DEFAULTS, **MLFLOW_CLIENT_DEFAULTS}.items():
         os.environ.setdefault(key, value)
 
 

@@ -17,14 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
+from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.multiplicity import adjust_pvalues
-from fairengine.parity import metric_token
 from fairengine.permutation.config import WHERE, PermutationConfig
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
 from fairengine.permutation.two_group import permutation_test
 from fairengine.results import Finding, Interval, MethodResult
+from fairengine.work_bounds import permutation_bound_problem, planned_permutation_tests
 
 METHOD = "permutation_tests"
 TITLE = "Permutation tests of metric differences (studentized)"
@@ -81,6 +83,11 @@ def run_permutation_tests(
             f"{WHERE}.attributes {unknown} are not protected attributes of the dataset "
             f"({list(dataset.groups)})"
         )
+    levels = {a: dataset.groups[a].n_groups for a in attrs}
+    too_many = permutation_bound_problem(config, levels)
+    if too_many:
+        raise ConfigError(too_many)
+    n_tests = planned_permutation_tests(config, levels)
     customs = {n: load_custom_metric(n, t) for n, t in config.custom_metrics.items()}
     y = dataset.label
     w = dataset.weights
@@ -99,11 +106,12 @@ def run_permutation_tests(
             for a in range(len(cats)):
                 for b in range(a + 1, len(cats)):
                     ss = np.random.SeedSequence(seed, spawn_key=(test_index,))
+                    progress.report(METHOD, "tests", test_index, n_tests)
                     test_index += 1
                     rows = (enc.codes == a) | (enc.codes == b)
                     key = (
-                        f"perm_{metric_token(metric_name)}.{metric_token(attr)}."
-                        f"{metric_token(cats[a])}_{metric_token(cats[b])}"
+                        f"perm_{part_token(metric_name)}.{key_token(attr)}."
+                        f"{pair_token(cats[a], cats[b])}"
                     )
                     where = {
                         "attribute": attr,
