@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -9,17 +10,37 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.config import AuditConfig
+from fairengine.data_hygiene import clean_role_columns
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError
-from fairengine.loaders import read_table
+from fairengine.loaders import load_table
 from fairengine.roles import ColumnRoles
 
 
-def resolve_data(cfg: AuditConfig) -> tuple[pd.DataFrame, ColumnRoles, dict[str, Any]]:
-    """The table, its column roles and a description of its source.
+@dataclass(frozen=True)
+class LoadedData:
+    """The audit table after reading and role-column cleaning.
 
-    ``data.path`` reads CSV/Parquet; ``data.embedded`` generates a packaged dataset whose roles
-    are used for any ``columns`` entry the config leaves empty.
+    ``source``: ``{"name", "source"}`` describing where it came from (merged into the result's
+    dataset summary); ``warnings``: one sentence per change or guess made while reading and
+    cleaning (shown beside the verdict); ``dropped_rows``: rows dropped under
+    ``data.missing: drop``.
+    """
+
+    frame: pd.DataFrame
+    roles: ColumnRoles
+    source: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+    dropped_rows: int = 0
+
+
+def resolve_data(cfg: AuditConfig) -> LoadedData:
+    """The table, its column roles, a description of its source and the cleaning warnings.
+
+    ``data.path`` reads CSV/Parquet (:func:`fairengine.loaders.load_table`); ``data.embedded``
+    generates a packaged dataset whose roles are used for any ``columns`` entry the config leaves
+    empty. Either way the role columns are cleaned by
+    :func:`fairengine.data_hygiene.clean_role_columns` (``data.na_values``, ``data.missing``).
     """
     if cfg.data.embedded:
         from fairengine.datasets import load_embedded
@@ -33,21 +54,43 @@ def resolve_data(cfg: AuditConfig) -> tuple[pd.DataFrame, ColumnRoles, dict[str,
             features=tuple(c.features) if c.features is not None else ds.roles.features,
             weight=c.weight or ds.roles.weight,
         )
-        return ds.frame, roles, {"name": ds.name, "source": f"embedded:{ds.name}"}
-    if not cfg.data.path:
-        raise ConfigError("data.path (a CSV or Parquet file) or data.embedded is required")
-    frame = read_table(cfg.data.path, cfg.data.format)
-    return frame, cfg.roles(), {"name": cfg.name, "source": cfg.data.path}
+        frame, notes = ds.frame, ()
+        source = {"name": ds.name, "source": f"embedded:{ds.name}"}
+    else:
+        if not cfg.data.path:
+            raise ConfigError("data.path (a CSV or Parquet file) or data.embedded is required")
+        roles = cfg.roles()
+        table = load_table(
+            cfg.data.path, cfg.data.format, delimiter=cfg.data.delimiter, names=cfg.data.names
+        )
+        frame, notes = table.frame, table.warnings
+        source = {"name": cfg.name, "source": cfg.data.path}
+    cleaned = clean_role_columns(
+        frame, roles, na_values=cfg.data.na_values, missing=cfg.data.missing
+    )
+    return LoadedData(
+        frame=cleaned.frame,
+        roles=roles,
+        source=source,
+        warnings=tuple(notes) + cleaned.warnings,
+        dropped_rows=cleaned.dropped_rows,
+    )
 
 
 @task(name="load-data", cache_policy=NO_CACHE)
-def load_data(cfg: AuditConfig) -> tuple[pd.DataFrame, ColumnRoles, dict[str, Any]]:
-    """Read the audit table (see :func:`resolve_data`)."""
-    frame, roles, source = resolve_data(cfg)
-    get_run_logger().info(
-        "Loaded %d rows x %d columns from %s", len(frame), frame.shape[1], source["source"]
+def load_data(cfg: AuditConfig) -> LoadedData:
+    """Read and clean the audit table (see :func:`resolve_data`); log every warning."""
+    loaded = resolve_data(cfg)
+    logger = get_run_logger()
+    logger.info(
+        "Loaded %d rows x %d columns from %s",
+        len(loaded.frame),
+        loaded.frame.shape[1],
+        loaded.source["source"],
     )
-    return frame, roles, source
+    for message in loaded.warnings:
+        logger.warning("Data: %s", message)
+    return loaded
 
 
 @task(name="build-dataset", cache_policy=NO_CACHE)

@@ -70,10 +70,12 @@ def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _show(x: Any) -> str:
-    """A value as text: ``repr`` of plain scalars (``'a'``, ``2``), ``str`` of others (dates)."""
+def _show(x: Any, width: int = 60) -> str:
+    """A value as text: ``repr`` of plain scalars (``'a'``, ``2``), ``str`` of others (dates);
+    cut to ``width`` characters (messages show values of one column, never a row of the file)."""
     x = _plain(x)
-    return repr(x) if x is None or isinstance(x, str | int | float | bool) else str(x)
+    text = repr(x) if x is None or isinstance(x, str | int | float | bool) else str(x)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _fmt_values(values: list[Any]) -> str:

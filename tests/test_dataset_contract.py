@@ -111,6 +111,17 @@ def test_non_numeric_score() -> None:
         build(df)
 
 
+def test_messages_show_a_few_distinct_short_values_of_the_column() -> None:
+    df = frame()
+    long_text = "x" * 500
+    df["p"] = ["high"] * 100 + ["low"] * 50 + [long_text] * 50
+    with pytest.raises(DataContractError) as err:
+        build(df)
+    msg = str(err.value)
+    assert "e.g. ['high', 'low', 'xxx" in msg and msg.count("'high'") == 1
+    assert long_text not in msg and "…" in msg
+
+
 def test_single_valued_protected_attribute() -> None:
     df = frame()
     df["sex"] = "female"

@@ -192,7 +192,7 @@ def test_bad_data_stops_before_anything_is_written(tmp_path: Path, client) -> No
     from flows.audit import audit_flow
 
     df = scored_frame()
-    df.loc[3, "race"] = None
+    df.loc[3, "race"] = "d"  # a group of one (missing values stop the audit when it is read)
     df.loc[5, "score"] = 1.7
     data = tmp_path / "bad.csv"
     df.to_csv(data, index=False)
