@@ -109,12 +109,18 @@ def prepare_demo(
                 "n_bootstrap": 19,
             },
             # RTDP post-processing to equalized odds within e^0.1 between genders, registered
-            # as version 2 of the demo model (tagged with this audit)
+            # as version 2 of the demo model (tagged with this audit) only if the held-out ε's
+            # 95 % upper bound is within 0.1 (register_if: upper_bound). The false-positive
+            # rates are near 0.02, so their ratio is noisy: without the robust constraint the
+            # rule meets 0.1 on the calibration split only (held-out upper bound 0.81 at seed
+            # 0); with 50 posterior scenarios it is certified (0.09) at an accuracy cost.
             "mitigation": {
                 "enabled": True,
                 "constraints": ["eo"],
                 "epsilon": 0.1,
+                "robust_draws": 50,
                 "register": True,
+                "register_if": "upper_bound",
             },
         },
         "alpha": 0.05,

@@ -5,7 +5,8 @@
   probability of a positive decision (draw ỹ ~ Bernoulli(P) to decide, or call ``predict`` with
   ``params={"decisions": True, "seed": ...}`` for 0/1 decisions).
 * :func:`register_mitigated_model` logs it into the audit's MLflow run and registers it as a new
-  version of the audited registered model, tagged with the audit that produced it.
+  version of the audited registered model, tagged with the audit that produced it and with
+  whether its held-out ε met the target (:class:`fairengine.mitigation.RegistrationDecision`).
 
 No Prefect import here: loading the model for serving needs only mlflow, numpy, pandas and
 ``fairengine``.
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 from mlflow.pyfunc import PythonModel
 
-from fairengine.mitigation import apply_rule
+from fairengine.mitigation import RegistrationDecision, apply_rule
 from fairengine.results import MethodResult
 
 #: Model-version tags of a mitigated version.
@@ -33,6 +34,13 @@ MITIGATION_TAGS = {
     "audit_run_id": "fairness.mitigation_audit_run_id",
     "variant": "fairness.mitigation_variant",
     "target": "fairness.mitigation_target",
+    # upper_bound / point / no (fairengine.mitigation.registration.target_met_level)
+    "target_met": "fairness.mitigation_target_met",
+    "register_if": "fairness.mitigation_register_if",
+    "confidence_level": "fairness.mitigation_confidence_level",
+    # per constrained metric m: <prefix>.<m>
+    "heldout_epsilon": "fairness.mitigation_heldout_epsilon",
+    "heldout_upper_bound": "fairness.mitigation_heldout_epsilon_upper",
 }
 
 
@@ -88,10 +96,15 @@ def register_mitigated_model(
     tracking_uri: str,
     audit_run_id: str,
     audit_id: str,
+    decision: RegistrationDecision,
     example: pd.DataFrame | None = None,
 ) -> dict[str, str]:
     """Log the mitigated model into the audit run and register it as a new version of the
     audited registered model; returns ``{"uri", "name", "version"}``.
+
+    ``decision`` (the result's ``details["registration"]``) supplies the tags saying whether
+    the held-out ε met the target and its values; whether to register at all is the caller's
+    choice (``methods.mitigation.register_if``).
 
     Raises ``ValueError`` when the audited model is not a registry model (``models:/name/...``).
     """
@@ -142,6 +155,7 @@ def register_mitigated_model(
         MITIGATION_TAGS["variant"]: str(rule.get("variant")),
         MITIGATION_TAGS["target"]: f"{','.join(rule.get('constraints', []))} "
         f"epsilon={rule.get('epsilon')}",
+        **target_tags(decision),
     }
     for key, value in tags.items():
         client.set_model_version_tag(name, new_version, key, value)
@@ -151,7 +165,23 @@ def register_mitigated_model(
         description=(
             f"FairEngine RTDP mitigation of version {version} (audit {audit_id}): "
             f"{rule.get('variant')} rule for {rule.get('constraints')} at "
-            f"epsilon={rule.get('epsilon')}. Output: P(positive decision)."
+            f"epsilon={rule.get('epsilon')}; {decision.reason}; target met on held-out data: "
+            f"{decision.target_met}. Output: P(positive decision)."
         ),
     )
     return {"uri": f"models:/{name}/{new_version}", "name": str(name), "version": new_version}
+
+
+def target_tags(decision: RegistrationDecision) -> dict[str, str]:
+    """Model-version tags of the held-out check: the level at which the target was met, the
+    policy, the confidence level, and the held-out point estimate and upper bound per metric."""
+    tags = {
+        MITIGATION_TAGS["target_met"]: decision.target_met,
+        MITIGATION_TAGS["register_if"]: decision.policy,
+        MITIGATION_TAGS["confidence_level"]: f"{decision.confidence_level:g}",
+    }
+    for m, v in decision.point.items():
+        tags[f"{MITIGATION_TAGS['heldout_epsilon']}.{m}"] = f"{v:.6g}"
+    for m, v in decision.upper_bound.items():
+        tags[f"{MITIGATION_TAGS['heldout_upper_bound']}.{m}"] = f"{v:.6g}"
+    return tags

@@ -10,7 +10,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.dataset import AuditDataset
-from fairengine.mitigation import MitigationConfig, run_mitigation
+from fairengine.mitigation import MitigationConfig, RegistrationDecision, run_mitigation
 from fairengine.results import MethodResult
 
 
@@ -31,6 +31,13 @@ def mitigation_task(dataset: AuditDataset, params: MitigationConfig, seed: int =
             f"ε_{m} {e['estimate']:.3f} (upper {e['upper_bound']:.3f})" for m, e in after.items()
         ),
         result.seconds or 0.0,
+    )
+    decision = RegistrationDecision.from_dict(result.details["registration"])
+    logger.info(
+        "Mitigation target met: %s (%s)%s",
+        decision.target_met,
+        decision.reason,
+        "" if not params.register or decision.allowed else "; the model will not be registered",
     )
     return result
 

@@ -6,6 +6,8 @@ derived predictor (RTDP) of Morina et al. (arXiv:1911.01468), notes ``intersecti
   variants (randomization_only, thresholds_only, sequential, overall), optional robust constraint.
 * :func:`run_mitigation`: the audit step (calibration / held-out split, every variant, held-out ε
   with intervals, fairlearn comparison) returning a ``MethodResult``.
+* :func:`registration_decision`: whether ``register_if`` allows registering the mitigated model
+  (held-out ε point estimate / upper bound against the target).
 * :func:`apply_rule`: apply a fitted rule (``details["postprocessor"]``) to a frame of raw
   attribute values and scores, as the deployed MLflow model does.
 """
@@ -18,15 +20,23 @@ from fairengine.mitigation.postprocessor import (
     MitigationInfeasible,
     RTDPPostProcessor,
 )
+from fairengine.mitigation.registration import (
+    REGISTER_POLICIES,
+    RegistrationDecision,
+    registration_decision,
+)
 from fairengine.mitigation.rule import apply_rule
 
 __all__ = [
+    "REGISTER_POLICIES",
     "VARIANTS",
     "MitigationConfig",
     "MitigationError",
     "MitigationInfeasible",
     "RTDPPostProcessor",
+    "RegistrationDecision",
     "apply_rule",
+    "registration_decision",
     "run_mitigation",
     "solve_rtdp_lp",
 ]

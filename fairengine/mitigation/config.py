@@ -14,6 +14,7 @@ from typing import Any
 from fairengine.errors import ConfigError
 from fairengine.intersectional.config import check_attributes_and_bins
 from fairengine.mitigation.postprocessor import VARIANTS, RTDPPostProcessor
+from fairengine.mitigation.registration import REGISTER_POLICIES
 from fairengine.setting_checks import require_integers
 
 WHERE = "methods.mitigation"
@@ -58,6 +59,10 @@ class MitigationConfig:
     register : register the deployed rule wrapped around the audited model as a new version of
         the registered model (needs ``model.uri`` as ``models:/name/version`` or an alias).
         Default False.
+    register_if : when the mitigated model is registered (:mod:`.registration`): upper_bound
+        (the held-out ε's one-sided ``confidence_level`` upper bound ≤ ``epsilon`` for every
+        constrained metric), point (the held-out point estimate ≤ ``epsilon``) or always.
+        Default upper_bound (ours: a registered model is certified on held-out data).
     max_intersections : cap on the number of intersections. Default 10000.
     """
 
@@ -90,6 +95,7 @@ class MitigationConfig:
     compare_fairlearn: bool = True
     compare_attribute: str | None = None
     register: bool = False
+    register_if: str = "upper_bound"
     max_intersections: int = 10_000
 
     def __post_init__(self) -> None:
@@ -128,6 +134,8 @@ class MitigationConfig:
             raise bad("test_size", "in [0.05, 0.95]")
         if not 0.5 <= self.confidence_level < 1:
             raise bad("confidence_level", "in [0.5, 1)")
+        if not isinstance(self.register_if, str) or self.register_if not in REGISTER_POLICIES:
+            raise bad("register_if", f"one of {list(REGISTER_POLICIES)}")
 
     def postprocessor(
         self,

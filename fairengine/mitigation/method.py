@@ -9,6 +9,8 @@ split (:func:`fairengine.mitigation.evaluation.evaluate_rule`). It returns a
 before and after (the deployed variant) and the expected loss before and after, with intervals.
 They are estimates, not tests: the audit's verdict is about the audited model; the report shows
 whether the mitigated rule meets the target (one-sided upper bound ≤ ε, and the point estimate).
+``details["registration"]`` says whether ``register_if`` allows registering the deployed rule
+(:func:`fairengine.mitigation.registration.registration_decision`).
 
 ``details["postprocessor"]`` holds the deployed rule as plain data (attributes, levels, bins,
 thresholds, p, q), from which :mod:`tasks.mitigation` builds the MLflow pyfunc model.
@@ -33,6 +35,7 @@ from fairengine.mitigation.evaluation import RuleEvaluation, evaluate_rule, rule
 from fairengine.mitigation.lp import MitigationError
 from fairengine.mitigation.postprocessor import MitigationInfeasible, RTDPPostProcessor
 from fairengine.mitigation.rates import CONSTRAINT_RATES, support_mask
+from fairengine.mitigation.registration import registration_decision, target_met_level
 from fairengine.mitigation.split import stratified_split
 from fairengine.results import Finding, Interval, MethodResult
 
@@ -178,15 +181,14 @@ def run_mitigation(
             continue
         fitted[variant] = post
         test = evaluate(post.thresholds_, post.p_, post.q_, test_idx)
+        level = target_met_level(test.epsilon, cfg.epsilon)
         row.update(
             status="ok",
             fit_loss=post.fit_loss_,
             fit_epsilon=post.fit_epsilon_,
             test=test.to_dict(),
-            meets_target=all(
-                e.upper_bound <= cfg.epsilon for e in test.epsilon.values()
-            ),
-            point_meets_target=all(e.estimate <= cfg.epsilon for e in test.epsilon.values()),
+            meets_target=level == "upper_bound",
+            point_meets_target=level != "no",
             n_lp_solves=post.n_lp_solves_,
             sweeps=post.sweeps_,
             lp_max_violation=post.lp_max_violation_,
@@ -232,6 +234,10 @@ def run_mitigation(
         },
         "base": {"fit": base_fit.to_dict(), "test": base_test.to_dict()},
         "after": after.to_dict(),
+        # whether register_if allows registering this rule (fairengine.mitigation.registration)
+        "registration": registration_decision(
+            after.epsilon, cfg.epsilon, cfg.register_if, cfg.confidence_level
+        ).to_dict(),
         "variants": variants,
         "deploy": cfg.deploy,
         "comparison": comparison,
@@ -275,6 +281,7 @@ def _findings(
     out: list[Finding] = []
     for m in cfg.constraints:
         b, a = before.epsilon[m], after.epsilon[m]
+        met = target_met_level({m: a}, cfg.epsilon)
         out.append(
             Finding(
                 key=f"mitigation.eps_before.{m}",
@@ -286,10 +293,10 @@ def _findings(
         )
         verdict = (
             "meets the target (upper bound below it)"
-            if a.upper_bound <= cfg.epsilon
+            if met == "upper_bound"
             else (
                 "point estimate meets the target, but the upper bound does not"
-                if a.estimate <= cfg.epsilon
+                if met == "point"
                 else "does NOT meet the target on held-out data"
             )
         )
