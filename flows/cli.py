@@ -503,6 +503,8 @@ def _print_outcome(run) -> None:
         print(f"  - {reason}")
     if len(r.verdict.reasons) > 10:
         print(f"  ... and {len(r.verdict.reasons) - 10} more (see the report)")
+    for warning in r.warnings:
+        print(f"Warning:     {warning}")
     print(f"Report:      {run.paths['report']}")
     print(f"Result JSON: {run.paths['json']}")
     if run.mlflow:

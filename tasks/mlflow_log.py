@@ -135,6 +135,11 @@ def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
     location = None
     if tracking_uri == default_tracking_uri() and tracking_uri.startswith("sqlite:"):
         location = (default_artifact_root() / name).as_uri()
+    elif tracking_uri.startswith("sqlite:///"):
+        # MLflow's default for a SQLite store is ./mlruns, relative to whatever folder the
+        # command ran in; keep the artifacts beside the database instead.
+        db = Path(tracking_uri.split("sqlite:///", 1)[1]).expanduser().resolve()
+        location = (db.parent / "mlartifacts" / name).as_uri()
     return client.create_experiment(name, artifact_location=location)
 
 

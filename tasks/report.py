@@ -1161,6 +1161,7 @@ def report_context(result: AuditResult) -> dict[str, Any]:
         "subject": str(subject),
         "header": header_view(d),
         "verdict": verdict_view(d),
+        "input_warnings": [str(w) for w in d.get("warnings") or []],
         "alpha": fmt_value(d.get("alpha")),
         "adjustment": multiplicity_label(str(d.get("multiplicity"))),
         "verdict_rows": verdict_rows,

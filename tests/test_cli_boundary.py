@@ -147,7 +147,7 @@ def test_bad_input_exits_2_with_the_message_first_and_before_prefect(
     tmp_path: Path, case: str, config: str, make_frame, files, expected
 ) -> None:
     cfg = write_case(tmp_path, config, make_frame() if make_frame else None, **files)
-    r = cli("audit", "--config", str(cfg))
+    r = cli("audit", "--config", str(cfg), env={"FAIRENGINE_HOME": str(tmp_path / "home")})
     assert r.returncode == 2, (case, r.returncode, r.stderr[-2000:])
     lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[fairengine]")]
     assert lines and lines[0].startswith("fairengine: error: "), r.stderr
@@ -156,7 +156,7 @@ def test_bad_input_exits_2_with_the_message_first_and_before_prefect(
         assert fragment in message, (fragment, message)
     assert "Traceback" not in r.stderr
     assert FLOW_STARTED not in r.stderr  # refused before any Prefect engine/server started
-    assert not (tmp_path / "fairengine-runs").exists()  # nothing written
+    assert not (tmp_path / "home").exists()  # nothing written: no cache, report or store
 
 
 def test_path_outside_is_read_but_never_echoed(tmp_path: Path) -> None:
@@ -219,10 +219,16 @@ def test_mlflow_down_exits_3_quickly_with_the_audit_on_disk_and_log_is_idempoten
     assert f"fairengine log --result {result}" in r.stderr
 
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     for _ in range(2):
-        logged = cli("log", "--result", str(result), "--tracking-uri", store)
+        logged = cli(
+            "log", "--result", str(result), "--tracking-uri", store,
+            cwd=elsewhere, env={"PYTHONPATH": str(REPO)},
+        )  # fmt: skip
         assert logged.returncode == 0, logged.stderr[-2000:]
     assert "already logged" in logged.stdout
+    assert not list(elsewhere.iterdir())  # artifacts beside the store, not in ./mlruns
 
     from mlflow import MlflowClient
 
