@@ -14,11 +14,19 @@ deliver to a loopback ``http`` URL)::
         name="fairengine", url="http://127.0.0.1:8765/mlflow/webhook", secret=SECRET,
         events=["model_version.created", "model_version_alias.created"])
 
-Every ``POST`` is checked in this order, cheapest first, and nothing is read, parsed or acted on
+The HTTP layer is an ASGI (Starlette) app served by uvicorn (asyncio: thousands of open
+connections cost a coroutine each, and the listen backlog is ``backlog``); the checks and the
+dispatch below run in a bounded pool of ``dispatch_workers`` threads, so a slow Prefect never
+blocks the event loop. At most ``max_pending`` deliveries are admitted at a time (verifying,
+dispatching or waiting for a worker); one more is answered ``503`` with ``Retry-After`` rather
+than left hanging or reset (MLflow retries 429/5xx and honours ``Retry-After``).
+
+Every ``POST`` is checked in this order, cheapest first, and nothing is parsed or acted on
 before the signature is verified:
 
 1. path (404) and ``Content-Length`` present (411) and at most ``max_body_bytes`` (413, the body
-   is not read);
+   is not read); the body arrives within ``body_timeout_seconds`` (408); the receiver is not
+   saturated (503 + ``Retry-After``: nothing was checked, the same delivery may be re-sent);
 2. the headers ``X-MLflow-Delivery-Id``, ``X-MLflow-Timestamp`` and ``X-MLflow-Signature`` are
    present and well formed (401: unsigned);
 3. the timestamp lies within ``tolerance_seconds`` of now (401: stale or from the future);
@@ -32,29 +40,44 @@ before the signature is verified:
    acknowledged (200, ``ignored``) but starts nothing; so are events other than
    ``model_version.created`` / ``model_version_alias.created`` and ignored aliases;
 7. the event is dispatched (:mod:`deployments.registry_events`): a Prefect event (default) or a
-   deployment run; 202 on success, 503 when Prefect is unreachable (MLflow retries 5xx).
+   deployment run; 202 on success, 503 + ``Retry-After`` when Prefect is unreachable (MLflow
+   retries 5xx). Each (model version, event) -- the audit key -- is dispatched once per replay
+   window (:class:`DispatchedEvents`): the same event under another delivery id, concurrent or
+   later, shares the first dispatch's reference (202, ``"deduplicated": true``) instead of
+   calling Prefect again. Prefect would have deduplicated it anyway (same event id / idempotency
+   key, so the same reference); the receiver just does not depend on it under a burst.
 
-``GET /healthz`` answers ``{"status": "ok", "counts": {...}}`` (request outcome counters, no
-secrets). The secret is read from an environment variable (never a command-line argument: those
-are visible to every user in ``ps``) or from a Prefect ``Secret`` block.
+``GET /healthz`` answers ``{"status": "ok", "counts": {...}, "pending": n}`` (request outcome
+counters: ``accepted``, ``deduplicated``, ``ignored``, ``rejected_<status>``, ``busy``; the
+deliveries admitted now; no secrets). The secret is read from an environment variable (never a
+command-line argument: those are visible to every user in ``ps``) or from a Prefect ``Secret``
+block.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from deployments.registry_events import (
     AUDITED_EVENTS,
@@ -62,6 +85,7 @@ from deployments.registry_events import (
     RegistryEvent,
     is_example_payload,
 )
+from fairengine.errors import ConfigError
 
 DELIVERY_ID_HEADER = "X-MLflow-Delivery-Id"
 TIMESTAMP_HEADER = "X-MLflow-Timestamp"
@@ -92,6 +116,13 @@ class ReceiverConfig:
     remembered (Standard Webhooks uses 5 minutes). ``max_body_bytes``: MLflow registry payloads
     are well under 10 KB. ``ignored_aliases``: aliases whose creation starts no audit (the alias
     an audit itself sets on a pass, so that it does not trigger itself).
+
+    Load limits: ``dispatch_workers`` threads verify and dispatch (at most that many concurrent
+    calls to Prefect); ``max_pending`` deliveries may be admitted at once, one more gets 503 with
+    ``Retry-After: retry_after_seconds``; ``backlog`` is the listen queue of not yet accepted
+    connections (the kernel caps it at ``net.core.somaxconn``); a body must arrive within
+    ``body_timeout_seconds`` (a slow client cannot hold a slot); ``shutdown_timeout_seconds``
+    bounds a graceful stop (in-flight deliveries are answered first).
     """
 
     secrets: Sequence[str]
@@ -103,21 +134,39 @@ class ReceiverConfig:
     max_remembered_deliveries: int = 100_000
     ignored_aliases: frozenset[str] = field(default_factory=lambda: frozenset({"fair-approved"}))
     events: frozenset[str] = AUDITED_EVENTS
+    dispatch_workers: int = 16
+    max_pending: int = 256
+    retry_after_seconds: int = 2
+    backlog: int = 2048
+    body_timeout_seconds: float = 15.0
+    shutdown_timeout_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         self.secrets = tuple(s for s in self.secrets if s)
         if not self.secrets:
-            raise ValueError(
+            raise ConfigError(
                 f"a webhook secret is required (set ${SECRET_ENV} or pass --secret-block); an "
                 "unsigned receiver would start audits for anyone who can reach it"
             )
         if self.max_body_bytes < 1024:
-            raise ValueError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
+            raise ConfigError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
         if self.tolerance_seconds <= 0:
-            raise ValueError(f"tolerance_seconds must be > 0, got {self.tolerance_seconds}")
+            raise ConfigError(f"tolerance_seconds must be > 0, got {self.tolerance_seconds}")
         unknown = set(self.events) - AUDITED_EVENTS
         if unknown:
-            raise ValueError(f"events {sorted(unknown)} are not one of {sorted(AUDITED_EVENTS)}")
+            raise ConfigError(f"events {sorted(unknown)} are not one of {sorted(AUDITED_EVENTS)}")
+        for name in ("dispatch_workers", "max_pending", "retry_after_seconds", "backlog"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.max_pending < self.dispatch_workers:
+            raise ConfigError(
+                f"max_pending ({self.max_pending}) must be >= dispatch_workers "
+                f"({self.dispatch_workers}): every worker needs an admitted delivery to run"
+            )
+        for name in ("body_timeout_seconds", "shutdown_timeout_seconds"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0 seconds, got {getattr(self, name)!r}")
         self.ignored_aliases = frozenset(self.ignored_aliases)
 
 
@@ -216,6 +265,63 @@ class SeenDeliveries:
             del self._seen[oldest_id]
 
 
+class DispatchedEvents:
+    """Single flight per audit key: each (model version, event) is dispatched once per window.
+
+    :meth:`dispatch_once` calls ``dispatch`` for the first delivery of a key; a delivery of the
+    same key (under another delivery id) that arrives while that call runs waits for it and gets
+    its reference, and one that arrives later, within ``ttl``, gets the remembered reference.
+    Prefect deduplicates the same way downstream (deterministic event id, ``run_deployment``
+    idempotency key: the same reference), so this changes no outcome; it makes "dispatched once"
+    hold at the receiver under a burst and saves the calls. A failed dispatch is not remembered
+    (the next delivery tries again) and its error is raised to every caller that waited on it.
+    Thread-safe; bounded to ``capacity`` keys (oldest dropped first).
+    """
+
+    def __init__(self, ttl: float, capacity: int) -> None:
+        self.ttl = ttl
+        self.capacity = capacity
+        self._done: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._running: dict[str, Future[str]] = {}
+        self._lock = threading.Lock()
+
+    def dispatch_once(self, key: str, now: float, dispatch: Callable[[], str]) -> tuple[str, bool]:
+        """``(reference, deduplicated)``; ``deduplicated`` is False only for the call that ran."""
+        with self._lock:
+            while self._done:
+                oldest, (_, at) = next(iter(self._done.items()))
+                if at >= now - self.ttl:
+                    break
+                del self._done[oldest]
+            remembered = self._done.get(key)
+            if remembered is not None:
+                return remembered[0], True
+            running = self._running.get(key)
+            if running is None:
+                mine: Future[str] = Future()
+                self._running[key] = mine
+        if running is not None:
+            return running.result(), True  # re-raises the running dispatch's error
+        try:
+            ref = dispatch()
+        except BaseException as exc:
+            with self._lock:
+                del self._running[key]
+            mine.set_exception(exc)
+            raise
+        with self._lock:
+            del self._running[key]
+            self._done[key] = (ref, now)
+            while len(self._done) > self.capacity:
+                self._done.popitem(last=False)
+        mine.set_result(ref)
+        return ref, False
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._done
+
+
 @dataclass
 class Outcome:
     """The answer to one delivery."""
@@ -237,12 +343,19 @@ class WebhookHandlerCore:
         self.dispatch = dispatch
         self.clock = clock
         self.seen = SeenDeliveries(config.tolerance_seconds, config.max_remembered_deliveries)
+        self.dispatched = DispatchedEvents(
+            config.tolerance_seconds, config.max_remembered_deliveries
+        )
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def count(self, what: str) -> None:
         with self._lock:
             self.counts[what] += 1
+
+    def snapshot_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.counts)
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> Outcome:
         try:
@@ -251,7 +364,7 @@ class WebhookHandlerCore:
             self.count(f"rejected_{exc.status}")
             logger.warning("Rejected webhook delivery: %s", exc.reason)
             return Outcome(exc.status, {"status": "rejected", "reason": exc.reason})
-        self.count(outcome.body["status"])
+        self.count("deduplicated" if outcome.body.get("deduplicated") else outcome.body["status"])
         return outcome
 
     def _handle(self, headers: Mapping[str, str], body: bytes) -> Outcome:
@@ -297,7 +410,9 @@ class WebhookHandlerCore:
         if event.alias and event.alias in self.config.ignored_aliases:
             return Outcome(200, {"status": "ignored", "reason": f"alias {event.alias} ignored"})
         try:
-            ref = self.dispatch(event)
+            ref, deduplicated = self.dispatched.dispatch_once(
+                event.key, self.clock(), lambda: self.dispatch(event)
+            )
         except Exception as exc:
             logger.error(
                 "Could not hand %s %s v%s to Prefect: %s: %s",
@@ -309,12 +424,13 @@ class WebhookHandlerCore:
             )
             raise WebhookRejected(503, "could not hand the event to Prefect; retry") from None
         logger.info(
-            "Accepted %s for %s v%s (delivery %s) -> %s",
+            "Accepted %s for %s v%s (delivery %s) -> %s%s",
             event.event_name,
             event.model_name,
             event.model_version,
             delivery_id,
             ref,
+            " (already dispatched)" if deduplicated else "",
         )
         return Outcome(
             202,
@@ -324,96 +440,177 @@ class WebhookHandlerCore:
                 "model_name": event.model_name,
                 "model_version": event.model_version,
                 "ref": ref,
+                "deduplicated": deduplicated,
             },
         )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: WebhookServer
-    server_version = "fairengine-webhook"
-    sys_version = ""
-    timeout = 15  # seconds per socket read: a slow client cannot hold a thread for long
-    protocol_version = "HTTP/1.1"
+# ------------------------------------------------------------------ HTTP layer (ASGI + uvicorn)
+def _reply(outcome: Outcome, retry_after: int) -> Response:
+    """``outcome`` as JSON; a refusal closes the connection, a 429/503 says when to retry."""
+    headers: dict[str, str] = {}
+    if outcome.status >= 400:
+        headers["Connection"] = "close"  # never keep a connection after a refusal
+    if outcome.status in (429, 503):
+        headers["Retry-After"] = str(retry_after)
+    return Response(
+        json.dumps(outcome.body).encode(),
+        status_code=outcome.status,
+        media_type="application/json",
+        headers=headers,
+    )
 
-    def do_POST(self) -> None:
-        core = self.server.core
-        if self.path.split("?", 1)[0] != core.config.path:
-            self._drain_and_reply(Outcome(404, {"status": "rejected", "reason": "not found"}))
-            return
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            core.count("rejected_411")
-            self._reply(Outcome(411, {"status": "rejected", "reason": "Content-Length required"}))
-            return
+
+class WebhookApp:
+    """The ASGI app: routing, size checks and admission on the event loop, the core in threads.
+
+    ``pending`` counts the admitted deliveries (verifying, dispatching, or queued for one of the
+    executor's threads); it is only read and written on the event loop, so it needs no lock.
+    Admission happens after the body is read: answering before reading it would make the server
+    close a socket with unread data, which the kernel turns into a connection reset.
+    """
+
+    def __init__(self, core: WebhookHandlerCore, executor: ThreadPoolExecutor) -> None:
+        self.core = core
+        self.executor = executor
+        self.pending = 0
+        self.app = Starlette(
+            routes=[
+                Route(core.config.path, self.webhook, methods=["POST"]),
+                Route("/healthz", self.healthz, methods=["GET"]),
+            ],
+            exception_handlers={404: self.not_found, 405: self.not_found},
+        )
+        self.app.router.redirect_slashes = False  # /mlflow/webhook/ is not the webhook
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    def reply(self, outcome: Outcome) -> Response:
+        return _reply(outcome, self.core.config.retry_after_seconds)
+
+    def refuse(self, status: int, reason: str) -> Response:
+        self.core.count(f"rejected_{status}")
+        return self.reply(Outcome(status, {"status": "rejected", "reason": reason}))
+
+    async def webhook(self, request: Request) -> Response:
+        config = self.core.config
+        if "chunked" in request.headers.get("transfer-encoding", "").lower():
+            return self.refuse(411, "Content-Length required")
         try:
-            length = int(self.headers.get("Content-Length") or "")
+            length = int(request.headers.get("content-length") or "")
         except ValueError:
-            core.count("rejected_411")
-            self._reply(Outcome(411, {"status": "rejected", "reason": "Content-Length required"}))
-            return
-        if length < 0 or length > core.config.max_body_bytes:
-            core.count("rejected_413")
-            self._reply(
+            return self.refuse(411, "Content-Length required")
+        if length < 0 or length > config.max_body_bytes:
+            return self.refuse(413, f"body larger than {config.max_body_bytes} bytes")
+        try:
+            body = await asyncio.wait_for(request.body(), config.body_timeout_seconds)
+        except TimeoutError:
+            return self.refuse(408, f"body not received within {config.body_timeout_seconds} s")
+        except ClientDisconnect:
+            return self.refuse(400, "client disconnected before sending the body")
+        if len(body) != length:
+            return self.refuse(400, "truncated body")
+        if self.pending >= config.max_pending:
+            self.core.count("busy")
+            logger.debug("Receiver saturated (%d deliveries in progress): 503", self.pending)
+            return self.reply(
                 Outcome(
-                    413,
+                    503,
                     {
-                        "status": "rejected",
-                        "reason": f"body larger than {core.config.max_body_bytes} bytes",
+                        "status": "busy",
+                        "reason": f"{config.max_pending} deliveries in progress; retry after "
+                        f"{config.retry_after_seconds} s",
                     },
                 )
             )
-            return
-        body = self.rfile.read(length)
-        if len(body) != length:
-            core.count("rejected_400")
-            self._reply(Outcome(400, {"status": "rejected", "reason": "truncated body"}))
-            return
-        self._reply(core.handle(self.headers, body))
+        self.pending += 1
+        try:
+            loop = asyncio.get_running_loop()
+            outcome = await loop.run_in_executor(
+                self.executor, self.core.handle, request.headers, body
+            )
+        finally:
+            self.pending -= 1
+        return self.reply(outcome)
 
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] == "/healthz":
-            with self.server.core._lock:
-                counts = dict(self.server.core.counts)
-            self._reply(Outcome(200, {"status": "ok", "counts": counts}))
-        else:
-            self._reply(Outcome(404, {"status": "rejected", "reason": "not found"}))
+    async def healthz(self, request: Request) -> Response:
+        counts = self.core.snapshot_counts()
+        return self.reply(Outcome(200, {"status": "ok", "counts": counts, "pending": self.pending}))
 
-    def _drain_and_reply(self, outcome: Outcome) -> None:
-        self.close_connection = True
-        self._reply(outcome)
-
-    def _reply(self, outcome: Outcome) -> None:
-        data = json.dumps(outcome.body).encode()
-        if outcome.status >= 400:
-            self.close_connection = True  # never keep a connection after a refusal
-        self.send_response(outcome.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s %s", self.address_string(), format % args)
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        return self.reply(Outcome(404, {"status": "rejected", "reason": "not found"}))
 
 
-class WebhookServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` bound to ``config.host:config.port`` (port 0: any free port)."""
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket (``SO_REUSEADDR``; IPv6 when ``host`` is an IPv6 address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=backlog)
 
-    daemon_threads = True
+
+class WebhookServer:
+    """The receiver on ``config.host:config.port`` (port 0: any free port), served by uvicorn.
+
+    As with ``socketserver``, the socket is bound and listening once the object exists: ``url``
+    is known at once and connections wait in the backlog until :meth:`serve_forever` runs.
+    :meth:`serve_forever` blocks (in the main thread, SIGINT/SIGTERM stop it gracefully);
+    :meth:`shutdown`, called from another thread, stops it and returns once the deliveries in
+    flight were answered (at most ``shutdown_timeout_seconds``); :meth:`server_close` releases
+    the socket and the dispatch threads.
+    """
 
     def __init__(self, core: WebhookHandlerCore) -> None:
+        config = core.config
         self.core = core
-        super().__init__((core.config.host, core.config.port), _Handler)
+        self.executor = ThreadPoolExecutor(
+            config.dispatch_workers, thread_name_prefix="webhook-dispatch"
+        )
+        self.app = WebhookApp(core, self.executor)
+        self.socket = _listen(config.host, config.port, config.backlog)
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self._uvicorn = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                lifespan="off",
+                log_config=None,  # leave logging to the application
+                access_log=False,
+                server_header=False,
+                backlog=config.backlog,
+                timeout_keep_alive=5,
+                timeout_graceful_shutdown=config.shutdown_timeout_seconds,  # type: ignore[arg-type]
+            )
+        )
+        self._serving = threading.Event()
+        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.server_address
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}{self.core.config.path}"
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown` (or SIGINT/SIGTERM when run in the main thread)."""
+        self._serving.set()
+        try:
+            if not self._uvicorn.should_exit:
+                self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop :meth:`serve_forever` and wait until it returned (if it was running)."""
+        self._uvicorn.should_exit = True
+        if self._serving.is_set():
+            self._stopped.wait(timeout)
+
+    def server_close(self) -> None:
+        self.socket.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def make_server(config: ReceiverConfig, dispatch: Dispatcher | None = None) -> WebhookServer:
-    """A ready-to-serve receiver; ``dispatch`` defaults to posting Prefect events."""
+    """A bound, ready-to-serve receiver; ``dispatch`` defaults to posting Prefect events."""
     if dispatch is None:
         from deployments.registry_events import PrefectEventDispatcher
 
@@ -455,6 +652,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=64 * 1024)
     parser.add_argument("--tolerance-seconds", type=float, default=300.0)
     parser.add_argument(
+        "--workers", type=int, default=16, help="threads that verify and dispatch deliveries"
+    )
+    parser.add_argument(
+        "--max-pending",
+        type=int,
+        default=256,
+        help="deliveries admitted at once; more are answered 503 with Retry-After",
+    )
+    parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 503")
+    parser.add_argument("--backlog", type=int, default=2048, help="listen backlog")
+    parser.add_argument(
         "--ignore-alias",
         action="append",
         default=None,
@@ -475,6 +683,10 @@ def main(argv: list[str] | None = None) -> None:
         path=args.path,
         max_body_bytes=args.max_body_bytes,
         tolerance_seconds=args.tolerance_seconds,
+        dispatch_workers=args.workers,
+        max_pending=args.max_pending,
+        retry_after_seconds=args.retry_after,
+        backlog=args.backlog,
         **(
             {"ignored_aliases": frozenset(args.ignore_alias)}
             if args.ignore_alias is not None

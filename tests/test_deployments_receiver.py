@@ -11,13 +11,18 @@ import base64
 import hashlib
 import hmac
 import json
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
-from deployments_support import http, signed_headers, webhook_body
+from deployments_support import clean_env, free_port, http, signed_headers, webhook_body
 
 from deployments.registry_events import (
     EXAMPLE_PAYLOADS,
@@ -28,6 +33,7 @@ from deployments.registry_events import (
 )
 from deployments.registry_sensor import _watermark_after, poll_registry
 from deployments.webhook_receiver import (
+    DispatchedEvents,
     ReceiverConfig,
     SeenDeliveries,
     WebhookHandlerCore,
@@ -144,6 +150,24 @@ def test_config_requires_a_secret() -> None:
         ReceiverConfig(secrets=["", ""])
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_pending": 0}, "max_pending must be an integer >= 1"),
+        ({"dispatch_workers": 0}, "dispatch_workers must be an integer >= 1"),
+        ({"retry_after_seconds": 1.5}, "retry_after_seconds must be an integer"),
+        ({"backlog": -1}, "backlog must be"),
+        ({"dispatch_workers": 32, "max_pending": 8}, r"max_pending \(8\) must be >= dispatch_"),
+        ({"body_timeout_seconds": 0}, "body_timeout_seconds must be > 0"),
+    ],
+)
+def test_config_rejects_bad_load_limits(kwargs, match) -> None:
+    from fairengine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        ReceiverConfig(secrets=[SECRET], **kwargs)
+
+
 # ------------------------------------------------------------------ replay memory
 def test_seen_deliveries_reserve_release_and_expiry() -> None:
     seen = SeenDeliveries(ttl=300, capacity=3)
@@ -195,6 +219,86 @@ def test_concurrent_duplicates_dispatch_once() -> None:
     assert sorted(out) == [202] + [409] * 7 and len(rec.events) == 1
 
 
+# ------------------------------------------------------------------ one dispatch per event
+def test_dispatched_events_single_flight_under_concurrency() -> None:
+    """Concurrent callers of one key: one dispatch, everyone gets its reference."""
+    events = DispatchedEvents(ttl=300, capacity=10)
+    gate = threading.Event()
+    calls: list[str] = []
+
+    def dispatch() -> str:
+        calls.append("x")
+        gate.wait(5)
+        return "ref-1"
+
+    out: list[tuple[str, bool]] = []
+    threads = [
+        threading.Thread(target=lambda: out.append(events.dispatch_once("k", 0.0, dispatch)))
+        for _ in range(12)
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # all twelve are in: one dispatching, eleven waiting on it
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert calls == ["x"]
+    assert sorted(out) == [("ref-1", False)] + [("ref-1", True)] * 11
+    # later within the window: remembered; after it: dispatched again
+    assert events.dispatch_once("k", 299.0, lambda: "ref-2") == ("ref-1", True)
+    assert events.dispatch_once("k", 301.0, lambda: "ref-2") == ("ref-2", False)
+
+
+def test_dispatched_events_failure_reaches_waiters_and_is_not_remembered() -> None:
+    events = DispatchedEvents(ttl=300, capacity=2)
+    gate = threading.Event()
+
+    def failing() -> str:
+        gate.wait(5)
+        raise ConnectionError("prefect down")
+
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            events.dispatch_once("k", 0.0, failing)
+        except ConnectionError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert len(errors) == 4 and "k" not in events
+    assert events.dispatch_once("k", 1.0, lambda: "ok") == ("ok", False)  # the retry dispatches
+    # capacity: the oldest key is forgotten
+    events.dispatch_once("a", 2.0, lambda: "a")
+    events.dispatch_once("b", 3.0, lambda: "b")
+    assert "k" not in events and "a" in events and "b" in events
+
+
+def test_core_same_event_under_a_new_delivery_id_is_dispatched_once() -> None:
+    rec = Recorder()
+    core = WebhookHandlerCore(ReceiverConfig(secrets=[SECRET]), rec)
+    body = webhook_body("model_version.created", DATA_V7)
+    first = core.handle(signed_headers(SECRET, body), body)
+    again = core.handle(signed_headers(SECRET, body), body)  # MLflow re-sent it, new id
+    assert (first.status, again.status) == (202, 202)
+    assert first.body["ref"] == again.body["ref"] == "ref-1"
+    assert (first.body["deduplicated"], again.body["deduplicated"]) == (False, True)
+    assert len(rec.events) == 1 and core.counts == {"accepted": 1, "deduplicated": 1}
+    # another event of the same version is its own audit
+    alias = webhook_body(
+        "model_version_alias.created",
+        {"name": "credit-scorer", "alias": "champion", "version": "7"},
+    )
+    assert core.handle(signed_headers(SECRET, alias), alias).body["deduplicated"] is False
+    assert len(rec.events) == 2
+
+
 # ------------------------------------------------------------------ over HTTP
 def test_http_valid_delivery_becomes_one_event(receiver) -> None:
     server, rec = receiver
@@ -238,6 +342,115 @@ def test_http_rejections(receiver) -> None:
         "rejected_413": 1,
         "rejected_400": 3,
     }
+
+
+def test_http_prefect_down_is_503_with_retry_after(receiver) -> None:
+    server, rec = receiver
+    rec.fail = True
+    body = webhook_body("model_version.created", DATA_V7)
+    h = signed_headers(SECRET, body)
+    r = httpx.post(server.url, content=body, headers=h, timeout=10)
+    assert r.status_code == 503 and r.headers["retry-after"] == "2"
+    assert r.headers["connection"] == "close"
+    rec.fail = False
+    r = httpx.post(server.url, content=body, headers=h, timeout=10)  # MLflow's retry, same id
+    assert r.status_code == 202 and "retry-after" not in r.headers
+    assert r.headers["content-type"] == "application/json" and "server" not in r.headers
+    # a trailing slash is not the webhook path
+    assert httpx.post(server.url + "/", content=body, headers=h, timeout=10).status_code == 404
+    health = httpx.get(server.url.rsplit("/", 2)[0] + "/healthz", timeout=10).json()
+    assert health == {"status": "ok", "counts": {"rejected_503": 1, "accepted": 1}, "pending": 0}
+
+
+def test_http_body_must_arrive_in_time() -> None:
+    """A client that announces a body and never sends it gets 408, not a thread held forever."""
+    config = ReceiverConfig(secrets=[SECRET], port=0, body_timeout_seconds=0.5)
+    server = make_server(config, Recorder())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address
+        with socket.create_connection((host, port), timeout=10) as sock:
+            sock.sendall(
+                f"POST {config.path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n".encode()
+            )
+            started = time.monotonic()
+            reply = sock.recv(4096).decode()
+        assert reply.startswith("HTTP/1.1 408") and time.monotonic() - started < 5
+        assert server.core.counts == {"rejected_408": 1}
+    finally:
+        server.shutdown(timeout=10)
+        server.server_close()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_shutdown_answers_the_delivery_in_flight_then_stops() -> None:
+    gate = threading.Event()
+
+    class Gated(Recorder):
+        def __call__(self, event):
+            gate.wait(10)
+            return super().__call__(event)
+
+    rec = Gated()
+    server = make_server(ReceiverConfig(secrets=[SECRET], port=0), rec)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    body = webhook_body("model_version.created", DATA_V7)
+    answers: list[int] = []
+    client = threading.Thread(
+        target=lambda: answers.append(
+            httpx.post(server.url, content=body, headers=signed_headers(SECRET, body)).status_code
+        )
+    )
+    client.start()
+    deadline = time.monotonic() + 10
+    while httpx.get(server.url.rsplit("/", 2)[0] + "/healthz").json()["pending"] != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    stopper = threading.Thread(target=server.shutdown)
+    stopper.start()
+    time.sleep(0.5)
+    assert stopper.is_alive()  # shutdown waits for the delivery in flight
+    gate.set()
+    stopper.join(10)
+    client.join(10)
+    thread.join(10)
+    assert answers == [202] and len(rec.events) == 1 and not thread.is_alive()
+    server.server_close()
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(server.url, content=body, headers=signed_headers(SECRET, body), timeout=5)
+
+
+def test_cli_receiver_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """``python -m deployments.webhook_receiver``: READY line, /healthz, prompt SIGTERM exit."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deployments.webhook_receiver", "--port", str(port)],
+        env=clean_env(FAIRENGINE_WEBHOOK_SECRET=SECRET, PREFECT_HOME=str(tmp_path / "prefect")),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        lines: list[str] = []
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("READY "):
+                break
+        assert lines and lines[-1].split() == ["READY", f"http://127.0.0.1:{port}/mlflow/webhook"]
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).json()
+        assert health == {"status": "ok", "counts": {}, "pending": 0}
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode in (-signal.SIGTERM, 0), "".join(lines)
 
 
 def test_http_drops_test_webhook_example_and_other_events(receiver) -> None:
