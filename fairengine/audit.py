@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from fairengine.finding_keys import check_unique_keys
 from fairengine.multiplicity import METHODS, adjust_pvalues
 from fairengine.results import (
     AuditResult,
@@ -102,7 +103,12 @@ def finalize_audit(
     audit_id: str | None = None,
     warnings: list[str] | None = None,
 ) -> AuditResult:
-    """Adjust p-values, take decisions, decide the verdict and wrap it all in an AuditResult."""
+    """Adjust p-values, take decisions, decide the verdict and wrap it all in an AuditResult.
+
+    First checks the invariant that every finding key (and flat MLflow metric name) is unique
+    and valid (:func:`fairengine.finding_keys.check_unique_keys`).
+    """
+    check_unique_keys(f for m in methods for f in m.findings)
     apply_multiplicity(methods, alpha, multiplicity)
     return AuditResult(
         audit_id=audit_id or uuid.uuid4().hex[:12],

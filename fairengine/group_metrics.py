@@ -44,6 +44,7 @@ from fairengine.distribution_distance import (
     reference_masses,
 )
 from fairengine.errors import ConfigError, DataContractError
+from fairengine.finding_keys import intersection_token, key_token, pair_token, part_token
 from fairengine.group_performance import (
     PERFORMANCE_METRICS,
     GroupAUC,
@@ -58,9 +59,9 @@ from fairengine.group_performance import (
 )
 from fairengine.group_table import GroupTable
 from fairengine.inequality import AGGREGATE_METRICS, TOKENS, aggregate, aggregate_name
-from fairengine.intersection import DEFAULT_MAX_CELLS, intersect_groups
+from fairengine.intersection import DEFAULT_MAX_CELLS, SEPARATOR, intersect_groups
 from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.parity import comparison_rows, metric_token, pair_comparisons
+from fairengine.parity import comparison_rows, pair_comparisons
 from fairengine.parity import group_rates as parity_rates
 from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
 from fairengine.results import Finding, Interval, MethodResult
@@ -256,7 +257,8 @@ def run_group_metrics(
     positive-prediction rate), ``<dp|tpr|fpr|base_rate>_gap_max.<attr>``, ``auc.<attr>.<group>``,
     ``<gei|atkinson|theil_l|theil_t|cv>.<benefit>.<attr>`` and, optionally,
     ``auc_gap.<attr>.<a>_<b>``. ``<attr>`` is the attribute or the intersection
-    (``race_sex``). ``seed`` is unused (the suite is deterministic) and kept for the contract.
+    (``race_x_sex``); names are tokens of :func:`fairengine.finding_keys.key_token`. ``seed``
+    is unused (the suite is deterministic) and kept for the contract.
     """
     del seed
     start = time.perf_counter()
@@ -441,7 +443,7 @@ def _audit_encoding(
     g_n = len(cats)
     level = cfg.confidence_level
     compat = cfg.lift_compat
-    tok = metric_token(enc.name)
+    tok = _name_token(enc, enc.name)
     findings: list[Finding] = []
     groups: list[dict[str, Any]] = [
         {"group": c, "n": int(m.n[i].sum()), "weight": float(m.w[i].sum())}
@@ -461,7 +463,7 @@ def _audit_encoding(
         gr["base_rate"] = _rate_entry(base, i, compat)
     pair_rows: dict[str, list[dict[str, Any]]] = {}
     if "dataset" in levels:
-        pair_rows["base_rate"] = _base_rate_pairs(base, cats, level, compat)
+        pair_rows["base_rate"] = _base_rate_pairs(base, cats, level, compat, not m.weighted)
     if "model" in levels:
         prates = parity_rates(m, level)
         for i, gr in enumerate(groups):
@@ -616,6 +618,15 @@ def _audit_encoding(
     return det, findings
 
 
+
+def _name_token(enc: _Encoding, name: str) -> str:
+    """Key token of an attribute or group name; for the intersection encoding, whose names join
+    attribute (group) names with " & ", the tokens of the parts joined by ``_x_``."""
+    if enc.kind == "intersection":
+        return intersection_token(name.split(SEPARATOR))
+    return key_token(name)
+
+
 _RATE_WORDS = {
     "positive_rate": "positive-prediction-rate (demographic parity)",
     "tpr": "true-positive-rate",
@@ -640,10 +651,20 @@ def _rate_entry(r: dict[str, np.ndarray], i: int, compat: bool) -> dict[str, flo
 
 
 def _base_rate_pairs(
-    base: dict[str, np.ndarray], cats: tuple[str, ...], level: float, compat: bool
+    base: dict[str, np.ndarray],
+    cats: tuple[str, ...],
+    level: float,
+    compat: bool,
+    binomial: bool,
 ) -> list[dict[str, Any]]:
+    """Label base-rate gaps; labels are 0/1, so unweighted data use Newcombe on the counts."""
     gaps = rate_gaps(
-        base["estimate"], base["variance"], base["n"], tolerance=0.0, level=level, binomial=False
+        base["estimate"],
+        base["variance"],
+        base["n"],
+        tolerance=0.0,
+        level=level,
+        binomial=binomial,
     )
     return comparison_rows(cats, base, gaps, level, compat)
 
@@ -773,7 +794,7 @@ def _auc_outputs(
         note = f" (binned; exact AUC within ±{bound:.2g})" if bound > 0 else ""
         findings.append(
             Finding(
-                key=f"auc.{tok}.{metric_token(cats[i])}",
+                key=f"auc.{tok}.{_name_token(enc, cats[i])}",
                 label=f"AUC, {enc.name}={cats[i]}",
                 estimate=e.auc,
                 interval=ci if np.isfinite(ci.low) else None,
@@ -795,12 +816,14 @@ def _auc_outputs(
             for b in range(a + 1, len(est)):
                 d = est[a].auc - est[b].auc
                 se = math.sqrt(est[a].variance + est[b].variance)
-                ok = np.isfinite(d) and np.isfinite(se) and se > 0
+                # a group with zero DeLong variance (AUC 0 or 1, or all scores tied) would leave
+                # its own sampling error out of se: no valid Wald test, the pair is not tested
+                ok = bool(np.isfinite(d) and est[a].variance > 0 and est[b].variance > 0)
                 p = float(2 * norm.sf(abs(d) / se)) if ok else None
                 lo, hi = wald_interval(d, se, level) if ok else (np.nan, np.nan)
                 findings.append(
                     Finding(
-                        key=f"auc_gap.{tok}.{metric_token(cats[a])}_{metric_token(cats[b])}",
+                        key=f"auc_gap.{tok}.{pair_token(cats[a], cats[b])}",
                         label=f"AUC gap, {enc.name}: {cats[a]} − {cats[b]}",
                         estimate=float(d),
                         interval=Interval(float(lo), float(hi), level, "delong wald")
@@ -808,7 +831,12 @@ def _auc_outputs(
                         else None,
                         pvalue=p,
                         null_hypothesis="equal AUC in both groups",
-                        reading=f"AUC of {cats[a]} minus {cats[b]} is {d:+.3f}.",
+                        reading=f"AUC of {cats[a]} minus {cats[b]} is {d:+.3f}."
+                        + (
+                            ""
+                            if ok
+                            else " Not tested: a group's AUC has zero or undefined DeLong variance."
+                        ),
                     )
                 )
 
@@ -844,7 +872,7 @@ def _benefit(
         ptxt = "" if param is None else f"({param:g})"
         findings.append(
             Finding(
-                key=f"{TOKENS[name]}.{tag}.{tok}",
+                key=f"{TOKENS[name]}.{part_token(tag)}.{tok}",
                 label=f"{name.replace('_', ' ').title()}{ptxt} of the {tag} benefit vector, "
                 f"{enc.name}",
                 estimate=val,

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairengine.finding_keys import FindingKeyError, flat_names
+
 Decision = Literal["reject", "fail_to_reject", "not_tested"]
 MethodStatus = Literal["ok", "failed", "not_run"]
 VerdictStatus = Literal["pass", "fail", "incomplete"]
@@ -343,18 +345,22 @@ class AuditResult:
         """Flat ``{name: value}`` metrics for MLflow: estimate, interval ends and p-values.
 
         Names are the findings' keys (``dp_gap.sex.female_male``) with suffixes ``.ci_low``,
-        ``.ci_high``, ``.pvalue``, ``.pvalue_adj``; non-finite values are left out.
+        ``.ci_high``, ``.pvalue``, ``.pvalue_adj``; non-finite values are left out. Raises
+        :class:`~fairengine.finding_keys.FindingKeyError` if two findings would produce the same
+        name (whether or not its value is finite) rather than let one value overwrite another.
         """
         out: dict[str, float] = {}
+        owner: dict[str, str] = {}
         for f in self.findings():
-            pairs = [(f.key, f.estimate)]
-            if f.interval is not None:
-                pairs += [
-                    (f"{f.key}.ci_low", f.interval.low),
-                    (f"{f.key}.ci_high", f.interval.high),
-                ]
-            pairs += [(f"{f.key}.pvalue", f.pvalue), (f"{f.key}.pvalue_adj", f.adjusted_pvalue)]
-            for name, value in pairs:
+            low, high = (f.interval.low, f.interval.high) if f.interval else (None, None)
+            values = (f.estimate, low, high, f.pvalue, f.adjusted_pvalue)
+            for name, value in zip(flat_names(f.key), values, strict=True):
+                if name in owner:
+                    raise FindingKeyError(
+                        f"internal error (a FairEngine bug, please report it): metric name "
+                        f"{name!r} is produced by both {owner[name]!r} and {f.label!r}"
+                    )
+                owner[name] = f.label
                 if value is not None and math.isfinite(value):
                     out[name] = float(value)
         return out

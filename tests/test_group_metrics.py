@@ -21,7 +21,7 @@ from fairlearn.metrics import (
 from scipy.special import expit
 from sklearn.metrics import accuracy_score, precision_score, roc_auc_score
 
-from fairengine.config import _build
+from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset, GroupEncoding
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
@@ -109,7 +109,7 @@ def test_adult_rates_match_fairlearn_metricframe(adult, weighted: bool) -> None:
             assert perf["ACCURACY"]["estimate"] == pytest.approx(fl["acc"], abs=1e-12)
             if np.isfinite(perf["PRECISION"]["estimate"]):
                 assert perf["PRECISION"]["estimate"] == pytest.approx(fl["prec"], abs=1e-12)
-        tok = "sex_race" if enc == "sex & race" else enc
+        tok = "sex_x_race" if enc == "sex & race" else enc  # intersection_token, as in df_eps
         diff = mf.difference()
         assert finding(res, f"dp_gap_max.{tok}").estimate == pytest.approx(diff["sr"])
         assert finding(res, f"tpr_gap_max.{tok}").estimate == pytest.approx(diff["tpr"])
@@ -394,20 +394,22 @@ def test_bad_reference_raises() -> None:
 )
 def test_config_errors_name_the_key(raw, match) -> None:
     with pytest.raises(ConfigError, match=match):
-        _build(GroupMetricsConfig, raw, "methods.group_metrics.")
+        AuditConfig.from_dict({"methods": {"group_metrics": raw}})
 
 
 def test_config_from_yaml_types_and_aliases() -> None:
-    cfg = _build(
-        GroupMetricsConfig,
+    cfg = AuditConfig.from_dict(
         {
-            "lift_compat": True,
-            "aggregate_metrics": ["ATKINSONS_INDEX", "theil_t"],
-            "auc_bins": 1024,
-            "reference": {"sex": {"Female": 0.5, "Male": 0.5}},
-        },
-        "methods.group_metrics.",
-    )
+            "methods": {
+                "group_metrics": {
+                    "lift_compat": True,
+                    "aggregate_metrics": ["ATKINSONS_INDEX", "theil_t"],
+                    "auc_bins": 1024,
+                    "reference": {"sex": {"Female": 0.5, "Male": 0.5}},
+                }
+            }
+        }
+    ).methods.group_metrics
     assert cfg.aggregate_metrics == ["ATKINSON_INDEX", "THEIL_T_INDEX"]
     assert cfg.auc_bins == 1024 and cfg.enabled
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.config import _build
+from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import load_adult, make_intersectional_synthetic
 from fairengine.errors import ConfigError, DataContractError
@@ -30,25 +30,25 @@ def test_findings_details_and_json_contract() -> None:
     res = run_intersectional(_synthetic(20_000), IntersectionalConfig(n_posterior=1000), seed=0)
     assert res.method == "intersectional" and res.status == "ok"
     keys = {f.key for f in res.findings}
-    for g in ("attr_a_x_attr_b", "attr_a", "attr_b"):
+    for g in ("attr__a_x_attr__b", "attr__a", "attr__b"):  # "_" doubled in key tokens
         assert {f"df_eps.{m}.{g}" for m in METRICS} <= keys
-    assert "df_amplification.attr_a_x_attr_b" in keys
+    assert "df_amplification.attr__a_x_attr__b" in keys
     for f in res.findings:
         assert f.pvalue is None and f.decision == "not_tested"
         assert f.interval is not None and f.interval.low <= f.interval.high
-    sp = next(f for f in res.findings if f.key == "df_eps.sp.attr_a_x_attr_b")
+    sp = next(f for f in res.findings if f.key == "df_eps.sp.attr__a_x_attr__b")
     assert sp.interval.low <= sp.estimate <= sp.interval.high
     assert "a1 × b1" in sp.reading and "ratio e^-ε" in sp.reading
     text = json.dumps(res.to_dict(), allow_nan=False)
     assert len(text) < 200_000
-    d = res.details["metrics"]["sp"]["attr_a_x_attr_b"]
+    d = res.details["metrics"]["sp"]["attr__a_x_attr__b"]
     assert set(d["estimators"]) == {"smoothed", "bootstrap", "bayesian"}
     assert d["pair"]["low"] == "a1 × b1" or d["pair"]["high"] == "a1 × b1"
-    tab = res.details["rates"]["attr_a_x_attr_b"]
+    tab = res.details["rates"]["attr__a_x_attr__b"]
     assert tab["group"][3] == "a1 × b1" and tab["n"][3] == res.details["smallest"][0]["n"]
     assert set(tab) >= {"base_rate", "selection_rate", "tpr", "fpr"}
     assert tab["tpr"]["low"][0] <= tab["tpr"]["rate"][0] <= tab["tpr"]["high"][0]
-    assert set(res.details["rates"]) == {"attr_a_x_attr_b", "attr_a", "attr_b"}
+    assert set(res.details["rates"]) == {"attr__a_x_attr__b", "attr__a", "attr__b"}
     assert "epsilon_both" in d and "epsilon_empirical" in d
     assert res.details["smallest"][0]["group"] == "a1 × b1"
 
@@ -60,28 +60,28 @@ def test_marginal_findings_do_not_exceed_intersectional() -> None:
     res = run_intersectional(_synthetic(20_000, seed=3), cfg)
     est = {f.key: f.estimate for f in res.findings}
     for m in METRICS:
-        for a in ("attr_a", "attr_b"):
-            assert est[f"df_eps.{m}.{a}"] <= est[f"df_eps.{m}.attr_a_x_attr_b"] + 1e-12
+        for a in ("attr__a", "attr__b"):
+            assert est[f"df_eps.{m}.{a}"] <= est[f"df_eps.{m}.attr__a_x_attr__b"] + 1e-12
 
 
 def test_headline_is_bayesian_for_tiny_cells_and_bootstrap_otherwise() -> None:
     cfg = IntersectionalConfig(n_bootstrap=200, n_posterior=500)
     small = run_intersectional(_synthetic(2000, seed=1), cfg)
-    f = next(f for f in small.findings if f.key == "df_eps.tpr.attr_a_x_attr_b")
+    f = next(f for f in small.findings if f.key == "df_eps.tpr.attr__a_x_attr__b")
     assert "posterior" in f.interval.method and "under-covers" in f.reading
     big = run_intersectional(_synthetic(50_000, seed=1), cfg)
-    f = next(f for f in big.findings if f.key == "df_eps.tpr.attr_a_x_attr_b")
+    f = next(f for f in big.findings if f.key == "df_eps.tpr.attr__a_x_attr__b")
     assert "bootstrap" in f.interval.method
 
 
 def test_target_epsilon_makes_findings_tested_with_a_stated_null() -> None:
     ds = _synthetic(20_000, seed=2)
     res = run_intersectional(ds, IntersectionalConfig(target_epsilon=0.2, n_posterior=500))
-    f = next(f for f in res.findings if f.key == "df_eps.sp.attr_a_x_attr_b")
+    f = next(f for f in res.findings if f.key == "df_eps.sp.attr__a_x_attr__b")
     assert f.null_hypothesis.startswith("ε_sp over attr_a × attr_b ≤ 0.2")
     assert 0 < f.pvalue < 0.01  # true ε_sp = 1.107, far above 0.2
     far = run_intersectional(ds, IntersectionalConfig(target_epsilon=3.0, n_posterior=500))
-    assert next(f for f in far.findings if f.key == f"df_eps.sp.{'attr_a_x_attr_b'}").pvalue > 0.5
+    assert next(f for f in far.findings if f.key == f"df_eps.sp.{'attr__a_x_attr__b'}").pvalue > 0.5
 
 
 def test_seed_reproducibility() -> None:
@@ -141,15 +141,22 @@ def test_bins_for_a_numeric_column_and_bad_bins() -> None:
 )
 def test_config_errors_name_the_key(raw: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        _build(IntersectionalConfig, raw, "methods.intersectional.")
+        AuditConfig.from_dict({"methods": {"intersectional": raw}})
 
 
 def test_config_coerces_from_yaml_types() -> None:
-    cfg = _build(
-        IntersectionalConfig,
-        {"metrics": "sp", "n_bootstrap": 500, "target_epsilon": 1, "bins": {"age": [0, 30, 99]}},
-        "methods.intersectional.",
-    )
+    cfg = AuditConfig.from_dict(
+        {
+            "methods": {
+                "intersectional": {
+                    "metrics": "sp",
+                    "n_bootstrap": 500,
+                    "target_epsilon": 1,
+                    "bins": {"age": [0, 30, 99]},
+                }
+            }
+        }
+    ).methods.intersectional
     assert cfg.metrics == ["sp"] and cfg.target_epsilon == 1.0 and cfg.enabled
 
 

@@ -22,14 +22,15 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.fliptest.config import FlipTestConfig
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
 from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.multiplicity import adjust_pvalues
-from fairengine.parity import metric_token
 from fairengine.results import Finding, Interval, MethodResult
 from fairengine.transport import (
     EntropicMap,
@@ -222,9 +223,9 @@ def _direction_details(
 def map_artifact_name(attribute: str, source: str, target: str, stratum: str | None) -> str:
     """File name of a direction's map among the run's artifacts:
     ``map_<attribute>_<source>_to_<target>[_label_<y>].npz`` (names made path-safe)."""
-    parts = [metric_token(attribute), metric_token(source), "to", metric_token(target)]
+    parts = [key_token(attribute), key_token(source), "to", key_token(target)]
     if stratum is not None:
-        parts += ["label", metric_token(stratum)]
+        parts += ["label", key_token(stratum)]
     return "map_" + "_".join(parts) + ".npz"
 
 
@@ -347,10 +348,14 @@ def run_fliptest(
         for a in {j.attr for j in jobs}
     }
 
+    done = iter(range(1, len(jobs) + 1))  # next() is atomic under the GIL
+
     def run(job: _PairJob) -> tuple[dict[str, Any], list[Finding], list[str]]:
-        return _run_pair(
+        out = _run_pair(
             job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache
         )
+        progress.report(METHOD, "pairs of groups", next(done), len(jobs))
+        return out
 
     if config.n_jobs > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=config.n_jobs) as pool:
@@ -543,7 +548,7 @@ def _run_pair(
             top = res.reports[kind].ranking("mean_difference")[0] if t.count else None
             findings.append(
                 Finding(
-                    key=f"{prefix}.{metric_token(attr)}.{metric_token(src)}_{metric_token(tgt)}",
+                    key=f"{prefix}.{part_token(attr)}.{pair_token(src, tgt)}",
                     label=f"FlipTest {_words(kind)} rate, {attr}: {src} -> {tgt}",
                     estimate=t.statistic,
                     interval=Interval(ci.low, ci.high, config.confidence_level, "bootstrap refits"),

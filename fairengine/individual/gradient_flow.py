@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fairengine import progress
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.individual.fair_metric import FairMetricBase
 
@@ -289,6 +290,13 @@ def gradient_flow(
         frozen = torch.zeros(b - a, dtype=torch.bool, device=dev)
         any_frozen = False
         for k in range(int(steps)):
+            if k % 25 == 0:
+                progress.report(
+                    "individual_fairness",
+                    "attack steps",
+                    (a // chunk) * int(steps) + k,
+                    -(-n // chunk) * int(steps),
+                )
             loss, g = clf.loss_and_grad(x, yy)
             if k in path:
                 path[k][a:b] = loss.cpu().numpy()

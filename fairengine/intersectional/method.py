@@ -31,6 +31,7 @@ from scipy import stats
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.finding_keys import intersection_token, key_token
 from fairengine.intersectional.cells import IntersectionTable, collapse_counts, table_from_arrays
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.estimators import (
@@ -47,7 +48,6 @@ from fairengine.intersectional.metrics import (
     differential_fairness,
     epsilon_from_counts,
 )
-from fairengine.parity import metric_token
 from fairengine.results import Finding, Interval, MethodResult
 
 METHOD = "intersectional"
@@ -165,9 +165,9 @@ def run_intersectional(
             "a model)"
         )
     attrs = list(table.attributes)
-    groupings: list[tuple[str, list[int]]] = [("_x_".join(map(metric_token, attrs)), [])]
+    groupings: list[tuple[str, list[int]]] = [(intersection_token(attrs), [])]
     if cfg.marginals and len(attrs) > 1:
-        groupings += [(metric_token(a), [j]) for j, a in enumerate(attrs)]
+        groupings += [(key_token(a), [j]) for j, a in enumerate(attrs)]
     tables = {
         g: (table if not keep else table.marginal([attrs[j] for j in keep]))
         for g, keep in groupings

@@ -20,7 +20,7 @@ import numpy as np
 from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
-from fairengine.finding_keys import key_token, pair_token, part_token
+from fairengine.finding_keys import pair_token, part_token
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.permutation.config import WHERE, PermutationConfig
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
@@ -110,7 +110,7 @@ def run_permutation_tests(
                     test_index += 1
                     rows = (enc.codes == a) | (enc.codes == b)
                     key = (
-                        f"perm_{part_token(metric_name)}.{key_token(attr)}."
+                        f"perm_{part_token(metric_name)}.{part_token(attr)}."
                         f"{pair_token(cats[a], cats[b])}"
                     )
                     where = {
