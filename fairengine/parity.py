@@ -9,14 +9,21 @@ odds), for groups a, b of a protected attribute and ŷ the (hard or expected) pr
 
 Equalized odds holds when both the TPR and FPR gaps are zero. Unlike LiFT, gaps are signed
 (a − b with a before b in sorted group order), unrounded, and each comes with a confidence
-interval and a test of H0: |gap| ≤ tolerance (:mod:`fairengine.rate_gap`). Without a
-threshold, rates are mean probabilities (expected counts). Everything is computed from the
-per-(group, label) sufficient statistics of :mod:`fairengine.counts`: one pass over the rows.
+interval and a test of H0: |gap| ≤ tolerance (:mod:`fairengine.rate_gap`: the test rejects
+exactly when the interval lies outside [−τ, τ]). Without a threshold, rates are mean
+probabilities (expected counts). Everything is computed from the per-(group, label) sufficient
+statistics of :mod:`fairengine.counts`: one pass over the rows.
+
+A finding is left untested (p-value None, the reason in its reading and in the warnings) when
+its gap is undefined (a group has no row with the conditioning label), when it repeats another
+finding (a pair with no negative labels in either group has TPR gap = demographic-parity gap,
+one with no positive labels has FPR gap = demographic-parity gap: the gap is tested once, as
+``dp_gap``), or, for expected counts, when a group's predictions are all equal (zero variance,
+no valid Wald test).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -25,8 +32,15 @@ import numpy as np
 from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.rate_gap import RateGaps, rate_gaps, rate_ratios, round_half_up
+from fairengine.rate_gap import (
+    RateGaps,
+    effective_sample_size,
+    rate_gaps,
+    rate_ratios,
+    round_half_up,
+)
 from fairengine.results import Finding, Interval, MethodResult
 
 METHOD = "group_parity"
@@ -39,13 +53,11 @@ RATES: dict[str, tuple[tuple[int, ...], str, str]] = {
     "fpr": ((0,), "fpr_gap", "Equalized odds: false-positive-rate gap"),
 }
 
-_UNSAFE = re.compile(r"[^0-9A-Za-z_\-]+")
-
 
 def metric_token(value: str) -> str:
-    """A group or attribute name made safe for flat MLflow metric names."""
-    token = _UNSAFE.sub("_", str(value)).strip("_")
-    return token or "_"
+    """A group or attribute name made safe for flat MLflow metric names (injective):
+    :func:`fairengine.finding_keys.key_token`."""
+    return key_token(value)
 
 
 def moments_for(dataset: AuditDataset, attribute: str) -> GroupLabelMoments:
@@ -65,17 +77,47 @@ def moments_for(dataset: AuditDataset, attribute: str) -> GroupLabelMoments:
 def group_rates(
     moments: GroupLabelMoments, level: float = 0.95
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Per-group rates with intervals: Wilson for unweighted hard predictions, else Wald."""
+    """Per-group rates with intervals: Wilson for hard predictions (on the counts; with weights
+    on the effective counts r̂·n_eff of :func:`fairengine.rate_gap.effective_sample_size`,
+    stored as ``n_effective``), Wald for expected counts."""
     out: dict[str, dict[str, np.ndarray]] = {}
-    binomial = moments.hard and not moments.weighted
     for name, (labels, _, _) in RATES.items():
         m, var, n = moments.rate(labels)
-        if binomial:
+        entry = {"estimate": m, "variance": var, "n": n}
+        if moments.hard and not moments.weighted:
             low, high = wilson_interval(np.round(m * n), n, level)
+        elif moments.hard:
+            cols = list(labels)
+            n_eff = effective_sample_size(
+                m, var, n, moments.w[:, cols].sum(axis=1), moments.w2[:, cols].sum(axis=1)
+            )
+            low, high = wilson_interval(m * n_eff, n_eff, level)
+            entry["n_effective"] = n_eff
         else:
             low, high = wald_interval(m, np.sqrt(var), level, bounds=(0.0, 1.0))
-        out[name] = {"estimate": m, "variance": var, "n": n, "low": low, "high": high}
+        out[name] = {**entry, "low": low, "high": high}
     return out
+
+
+def rate_pair_gaps(
+    moments: GroupLabelMoments,
+    rate: dict[str, np.ndarray],
+    *,
+    tolerance: float,
+    level: float,
+) -> RateGaps:
+    """Pairwise gaps of one rate of :func:`group_rates` with interval and tolerance test:
+    Newcombe on counts (unweighted hard predictions) or effective counts (weighted hard
+    predictions), Wald for expected counts (:func:`fairengine.rate_gap.rate_gaps`)."""
+    return rate_gaps(
+        rate["estimate"],
+        rate["variance"],
+        rate["n"],
+        tolerance=tolerance,
+        level=level,
+        binomial=moments.hard and not moments.weighted,
+        n_effective=rate.get("n_effective") if moments.hard else None,
+    )
 
 
 def comparison_rows(
@@ -139,19 +181,11 @@ def pair_comparisons(
     where a group has no row with the conditioning label are left out, as in LiFT.
     """
     rates = group_rates(moments, level) if rates is None else rates
-    binomial = moments.hard and not moments.weighted
     cats = moments.categories
     out: dict[str, list[dict[str, Any]]] = {}
     for name in RATES:
         r = rates[name]
-        gaps = rate_gaps(
-            r["estimate"],
-            r["variance"],
-            r["n"],
-            tolerance=tolerance,
-            level=level,
-            binomial=binomial,
-        )
+        gaps = rate_pair_gaps(moments, r, tolerance=tolerance, level=level)
         skip = (r["n"] == 0) if lift_compat else None
         rows = comparison_rows(cats, r, gaps, level, lift_compat, skip=skip, pvalues=True)
         out[name] = rows
@@ -221,42 +255,40 @@ def group_parity(
             ],
             "pairs": pair_comparisons(mom, confidence_level, tolerance=tolerance, rates=rates),
         }
-        for name, (_, prefix, human) in RATES.items():
+        for name, (labels, prefix, human) in RATES.items():
             r = rates[name]
-            gaps = rate_gaps(
-                r["estimate"],
-                r["variance"],
-                r["n"],
-                tolerance=tolerance,
-                level=confidence_level,
-                binomial=mom.hard and not mom.weighted,
-            )
+            gaps = rate_pair_gaps(mom, r, tolerance=tolerance, level=confidence_level)
             for k, (a, b) in enumerate(gaps.pairs):
                 est = float(gaps.estimate[k])
-                if not np.isfinite(est):
-                    empty = [cats[g] for g in (a, b) if r["n"][g] == 0]
+                reason = _untested_reason(mom, name, labels, (a, b), bool(gaps.zero_variance[k]))
+                if reason is not None:
                     warnings.append(
-                        f"{prefix} for {attr} {cats[a]!r} vs {cats[b]!r} is undefined: "
-                        f"no rows with the conditioning label in group(s) {empty}"
+                        f"{prefix} for {attr} {cats[a]!r} vs {cats[b]!r} is not tested: {reason}"
                     )
+                low, high = float(gaps.low[k]), float(gaps.high[k])
+                interval = (
+                    Interval(low, high, confidence_level, gaps.interval_method)
+                    if np.isfinite(low) and np.isfinite(high)
+                    else None
+                )
+                words = f"{_rate_words(name)} of {attr}={cats[a]} minus {attr}={cats[b]}"
+                if np.isfinite(est):
+                    words += f" is {est:+.3f}"
+                if interval is not None:
+                    words += f" ({confidence_level:.0%} CI {low:+.3f} to {high:+.3f})"
                 findings.append(
                     Finding(
-                        key=f"{prefix}.{metric_token(attr)}.{metric_token(cats[a])}_{metric_token(cats[b])}",
+                        key=f"{prefix}.{part_token(attr)}.{pair_token(cats[a], cats[b])}",
                         label=f"{human}, {attr}: {cats[a]} − {cats[b]}",
                         estimate=est,
-                        interval=Interval(
-                            float(gaps.low[k]),
-                            float(gaps.high[k]),
-                            confidence_level,
-                            gaps.interval_method,
+                        interval=interval,
+                        pvalue=(
+                            float(gaps.pvalue[k])
+                            if reason is None and np.isfinite(gaps.pvalue[k])
+                            else None
                         ),
-                        pvalue=float(gaps.pvalue[k]) if np.isfinite(gaps.pvalue[k]) else None,
                         null_hypothesis=f"|gap| ≤ {tolerance:g}",
-                        reading=(
-                            f"{_rate_words(name)} of {attr}={cats[a]} minus {attr}={cats[b]} is "
-                            f"{est:+.3f} ({confidence_level:.0%} CI {gaps.low[k]:+.3f} to "
-                            f"{gaps.high[k]:+.3f})."
-                        ),
+                        reading=words + ("." if reason is None else f"; not tested: {reason}."),
                     )
                 )
     return MethodResult(
@@ -274,6 +306,43 @@ def group_parity(
         warnings=warnings,
         seconds=time.perf_counter() - start,
     )
+
+
+def _untested_reason(
+    moments: GroupLabelMoments,
+    name: str,
+    labels: tuple[int, ...],
+    pair: tuple[int, int],
+    zero_variance: bool,
+) -> str | None:
+    """Why the gap of ``name`` between the groups of ``pair`` is not tested, or None.
+
+    * undefined: a group has no (weighted) row with the conditioning label;
+    * a repeat of the demographic-parity gap: TPR (FPR) conditions on y=1 (y=0), and when
+      neither group has a row with the other label it is computed from exactly the rows of
+      the positive-prediction rate, so the same gap would enter the test family twice;
+    * zero variance (expected counts): the Wald test has no sampling error for that group.
+    """
+    cats = moments.categories
+    cols = list(labels)
+    empty = [cats[g] for g in pair if not moments.w[g, cols].sum() > 0]
+    if empty:
+        return f"the gap is undefined, no rows with the conditioning label in group(s) {empty}"
+    if name != "positive_rate":
+        other = [y for y in (0, 1) if y not in labels]
+        if not any(moments.w[g, other].sum() > 0 for g in pair):
+            kind = "negative" if other == [0] else "positive"
+            return (
+                f"the gap equals the demographic-parity gap (no {kind} labels in either "
+                "group), which is tested once, as the dp_gap of this pair"
+            )
+    if zero_variance:
+        flat = [cats[g] for g in pair if not moments.rate(labels)[1][g] > 0]
+        return (
+            f"zero variance, every prediction in group(s) {flat} is the same, so the Wald "
+            "standard error would have no term for that group's sampling error"
+        )
+    return None
 
 
 def _rate_words(name: str) -> str:

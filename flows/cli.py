@@ -323,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = bool(getattr(args, "debug", False))
     _QUIET = bool(getattr(args, "quiet", False))
     apply_offline_defaults()
-    if not debug:  # our own progress lines replace Prefect's INFO chatter
+    if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     _install_signal_handlers()
     from fairengine import progress
     from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError

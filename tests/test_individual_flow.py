@@ -19,7 +19,7 @@ from fairengine.individual import (
     gradient_flow,
     project_simplex,
 )
-from fairengine.individual.gradient_flow import step_sizes
+from fairengine.individual.attack import step_sizes
 from fairengine.individual.torch_models import LinearLogitModule
 
 THETA = np.array([1.5, -0.7, 0.3])

@@ -84,7 +84,7 @@ def test_gap_sign_keys_and_counts() -> None:
     expected = yhat[df["sex"] == "female"].mean() - yhat[df["sex"] == "male"].mean()
     assert f.estimate == pytest.approx(expected)
     assert f.interval.low < f.estimate < f.interval.high
-    assert f.interval.method == "newcombe hybrid score"
+    assert f.interval.method == "newcombe hybrid score (continuity-corrected)"
     assert f.null_hypothesis == "|gap| ≤ 0.05"
 
 
@@ -127,14 +127,21 @@ def test_undefined_rate_is_nan_untested_and_warned() -> None:
     df.loc[df["race"] == "c", "y"] = 0  # no positives in group c: TPR undefined
     res = fe(df)
     f = next(f for f in res.findings if f.key == "tpr_gap.race.a_c")
-    assert np.isnan(f.estimate) and f.pvalue is None
-    assert any("tpr_gap for race 'a' vs 'c' is undefined" in w for w in res.warnings)
+    assert np.isnan(f.estimate) and f.pvalue is None and f.interval is None
+    assert "not tested: the gap is undefined" in f.reading and "nan" not in f.reading
+    assert any(
+        w.startswith("tpr_gap for race 'a' vs 'c' is not tested: the gap is undefined")
+        and "['c']" in w
+        for w in res.warnings
+    )
 
 
 def test_metric_token() -> None:
     assert metric_token("Asian-Pac-Islander") == "Asian-Pac-Islander"
-    assert metric_token(">50K <script>") == "50K_script"
-    assert metric_token("") == "_"
+    # lossy names: readable slug plus a hash of the exact name (fairengine.finding_keys)
+    assert metric_token(">50K <script>").startswith("50K-script-x")
+    assert metric_token(">50K <script>") != metric_token("<50K script>")
+    assert metric_token("") not in {"", "_"}
 
 
 def test_pairs_in_details_signed_absolute_ratio_four_fifths() -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from fairengine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from fairengine.individual.attack import FlowResult, gradient_flow, project_simplex
     from fairengine.individual.config import IndividualConfig
     from fairengine.individual.fair_metric import (
         DiscountedDirectionsMetric,
@@ -22,14 +23,13 @@ if TYPE_CHECKING:
         SVDSensitiveSubspaceMetric,
         explore_pairs,
     )
-    from fairengine.individual.gradient_flow import FlowResult, gradient_flow, project_simplex
-    from fairengine.individual.loss_ratio_test import (
+    from fairengine.individual.method import METHOD, run_individual_fairness
+    from fairengine.individual.ratio_tests import (
         ErrorRateRatioResult,
         LossRatioResult,
         error_rate_ratio_test,
         loss_ratio_test,
     )
-    from fairengine.individual.method import METHOD, run_individual_fairness
     from fairengine.individual.torch_models import (
         BlackBoxClassifier,
         ModelAdapter,
@@ -49,13 +49,13 @@ __getattr__, __dir__ = lazy_exports(
         "SensitiveSubspaceMetric": "fair_metric",
         "SVDSensitiveSubspaceMetric": "fair_metric",
         "explore_pairs": "fair_metric",
-        "FlowResult": "gradient_flow",
-        "gradient_flow": "gradient_flow",
-        "project_simplex": "gradient_flow",
-        "ErrorRateRatioResult": "loss_ratio_test",
-        "LossRatioResult": "loss_ratio_test",
-        "error_rate_ratio_test": "loss_ratio_test",
-        "loss_ratio_test": "loss_ratio_test",
+        "FlowResult": "attack",
+        "gradient_flow": "attack",
+        "project_simplex": "attack",
+        "ErrorRateRatioResult": "ratio_tests",
+        "LossRatioResult": "ratio_tests",
+        "error_rate_ratio_test": "ratio_tests",
+        "loss_ratio_test": "ratio_tests",
         "METHOD": "method",
         "run_individual_fairness": "method",
         "BlackBoxClassifier": "torch_models",

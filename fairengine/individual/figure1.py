@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 from fairengine.datasets import make_maity_simulation
+from fairengine.individual.attack import gradient_flow
 from fairengine.individual.fair_metric import DiscountedDirectionsMetric
-from fairengine.individual.gradient_flow import gradient_flow
 from fairengine.individual.torch_models import TorchClassifier
 
 __all__ = ["Figure1Grid", "figure1_grid", "fit_intercepts"]

@@ -29,6 +29,7 @@ import torch
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
+from fairengine.individual.attack import FlowResult, gradient_flow
 from fairengine.individual.config import IndividualConfig
 from fairengine.individual.fair_metric import (
     DiscountedDirectionsMetric,
@@ -40,8 +41,7 @@ from fairengine.individual.fair_metric import (
     SVDSensitiveSubspaceMetric,
     explore_pairs,
 )
-from fairengine.individual.gradient_flow import FlowResult, gradient_flow
-from fairengine.individual.loss_ratio_test import (
+from fairengine.individual.ratio_tests import (
     ErrorRateRatioResult,
     LossRatioResult,
     error_rate_ratio_test,
@@ -331,7 +331,7 @@ def _findings(
             label="Mean loss ratio under the gradient-flow attack",
             estimate=lrt.statistic,
             interval=_interval(lrt, level, "eq. 3.6"),
-            pvalue=lrt.pvalue,
+            pvalue=lrt.pvalue if math.isfinite(lrt.pvalue) else None,
             null_hypothesis=f"E[loss(Φ(x))/loss(x)] <= {d:g} (individually fair to tolerance δ)",
             reading=_reading("loss", lrt, d, level),
         ),
@@ -349,7 +349,7 @@ def _findings(
                 label="Error-rate ratio under the gradient-flow attack",
                 estimate=ert.statistic,
                 interval=_interval(ert, level, "eq. 3.12, delta method"),
-                pvalue=ert.pvalue,
+                pvalue=ert.pvalue if math.isfinite(ert.pvalue) else None,
                 null_hypothesis=f"E[err(Φ(x))]/E[err(x)] <= {d:g}",
                 reading=_reading("error", ert, d, level),
             ),
@@ -366,6 +366,11 @@ def _findings(
 def _reading(kind: str, res: Any, delta: float, level: float) -> str:
     if not math.isfinite(res.statistic):
         return f"not computable ({res.status.replace('_', ' ')}); no conclusion"
+    if res.status == "zero_variance":
+        return (
+            f"every audited row gives the same {kind} ratio {res.statistic:.4g}; with no spread "
+            "the normal test is not valid, so it is not tested (no conclusion)"
+        )
     what = (
         "the loss of similar individuals rises on average by a factor"
         if kind == "loss"

@@ -1,6 +1,6 @@
 r"""Models the gradient-flow attack can differentiate: torch modules, converted sklearn models.
 
-The attack (:mod:`fairengine.individual.gradient_flow`) needs, for a binary classifier, the
+The attack (:mod:`fairengine.individual.attack`) needs, for a binary classifier, the
 per-row cross-entropy ℓ(f(x), y) and its gradient in x. This module provides
 
 * :class:`TorchClassifier` — wraps a torch module returning a binary logit (n,) / (n, 1), two

@@ -1,6 +1,6 @@
 r"""Maity, Xue, Yurochkin & Sun (ICLR 2021) §3: the mean loss-ratio and error-rate-ratio tests.
 
-Given the unfair map Φ (the gradient-flow attack, :mod:`fairengine.individual.gradient_flow`) and
+Given the unfair map Φ (the gradient-flow attack, :mod:`fairengine.individual.attack`) and
 an audit sample (x_i, y_i), i = 1..n:
 
 **Mean loss ratio** (§3.1, eq. 3.4-3.10). With per-row losses ℓ0_i = ℓ(f(x_i), y_i) and
@@ -29,9 +29,10 @@ covariance matrix V̂ of (e1, e0) (ddof 1), the ratio τ̂ = A_n/B_n has delta-m
 δ in the same way.
 
 Degenerate cases (never reported as "fair"): fewer than 2 usable rows gives NaN statistics and
-p-value (status ``"too_few_rows"``); zero standard error gives p = 0 if the estimate exceeds δ
-else 1 (status ``"zero_variance"``); no errors at the original points makes the error-rate
-ratio undefined (status ``"no_errors_at_original_points"``).
+p-value (status ``"too_few_rows"``); zero standard error (every row's ratio equal) gives a NaN
+p-value, the finding is not tested (status ``"zero_variance"``: no spread to calibrate the
+normal test with, and a p-value is never 0 from a zero variance); no errors at the original
+points makes the error-rate ratio undefined (status ``"no_errors_at_original_points"``).
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def _one_sided(estimate: float, se: float, delta: float, alpha: float) -> tuple[
     """(lower bound, p-value, status) of the one-sided z test of H0: mean <= delta."""
     if not math.isfinite(estimate) or not math.isfinite(se):
         return math.nan, math.nan, "undefined"
-    if se == 0.0:
-        return estimate, (0.0 if estimate > delta else 1.0), "zero_variance"
+    if se == 0.0:  # no spread to calibrate a normal test with: not tested, never p = 0
+        return estimate, math.nan, "zero_variance"
     z = float(norm.ppf(1.0 - alpha))
     return estimate - z * se, float(norm.sf((estimate - delta) / se)), "ok"
 
@@ -83,8 +84,13 @@ class _RatioResultBase:
 
     @property
     def reject(self) -> bool:
-        """True iff H0 (ratio <= delta) is rejected at ``alpha`` (LB > delta). False on NaN."""
-        return bool(math.isfinite(self.lower_bound) and self.lower_bound > self.delta)
+        """True iff H0 (ratio <= delta) is rejected at ``alpha`` (LB > delta). False on NaN (also
+        when the test is not defined: zero variance)."""
+        return bool(
+            math.isfinite(self.pvalue)
+            and math.isfinite(self.lower_bound)
+            and self.lower_bound > self.delta
+        )
 
     def confidence_interval(self, confidence_level: float | None = None) -> tuple[float, float]:
         """Two-sided normal interval ``statistic ± z_{1-(1-level)/2}·SE`` (eq. 3.6).
