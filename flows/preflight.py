@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from fairengine.config import AuditConfig
-from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, MlflowUnavailableError
 from fairengine.work_bounds import check_work_bounds
-from tasks.data import resolve_data
+from tasks.data import dataset_from_config, resolve_data
 from tasks.mlflow_store import StoreCheck, check_tracking_store
 from tasks.settings import default_tracking_uri
 
@@ -60,14 +59,7 @@ def preflight(raw: dict[str, Any], base_dir: Path | None) -> Preflight:
     check_work_bounds(cfg, {a: int(frame[a].nunique(dropna=True)) for a in present})
     if cfg.model.uri:  # the model provides scores and chooses its features: check the rest
         roles = replace(roles, score=None, features=())
-    AuditDataset.from_frame(
-        frame,
-        roles,
-        score_type=cfg.score_type,
-        threshold=cfg.threshold,
-        positive_label=cfg.positive_label,
-        min_group_size=cfg.validation.min_group_size,
-    )
+    dataset_from_config(frame, roles, cfg)
     store = None
     if cfg.mlflow.enabled or _needs_store_for_model(cfg.model.uri):
         tracking_uri = cfg.mlflow.tracking_uri or default_tracking_uri()

@@ -93,9 +93,9 @@ def load_data(cfg: AuditConfig) -> LoadedData:
     return loaded
 
 
-@task(name="build-dataset", cache_policy=NO_CACHE)
-def build_dataset(frame: pd.DataFrame, roles: ColumnRoles, cfg: AuditConfig) -> AuditDataset:
-    """Validate the data contract and encode groups (:meth:`AuditDataset.from_frame`)."""
+def dataset_from_config(frame: pd.DataFrame, roles: ColumnRoles, cfg: AuditConfig) -> AuditDataset:
+    """:meth:`AuditDataset.from_frame` with the config's score, threshold and group settings
+    (the CLI's preflight and the flow check the data contract with the same call)."""
     return AuditDataset.from_frame(
         frame,
         roles,
@@ -104,3 +104,9 @@ def build_dataset(frame: pd.DataFrame, roles: ColumnRoles, cfg: AuditConfig) -> 
         positive_label=cfg.positive_label,
         min_group_size=cfg.validation.min_group_size,
     )
+
+
+@task(name="build-dataset", cache_policy=NO_CACHE)
+def build_dataset(frame: pd.DataFrame, roles: ColumnRoles, cfg: AuditConfig) -> AuditDataset:
+    """Validate the data contract and encode groups (:func:`dataset_from_config`)."""
+    return dataset_from_config(frame, roles, cfg)
