@@ -42,6 +42,7 @@ PROGRESS_EVERY_S = 5.0  # at most one batch-progress line per step this often
 
 
 _QUIET = False
+_DEBUG = False
 
 
 def _progress(msg: str) -> None:
@@ -309,7 +310,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fairengine`` command (exit codes: see :data:`EPILOG`)."""
-    global _QUIET
+    global _QUIET, _DEBUG
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -320,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_INPUT
-    debug = bool(getattr(args, "debug", False))
+    debug = _DEBUG = bool(getattr(args, "debug", False))
     _QUIET = bool(getattr(args, "quiet", False))
     apply_offline_defaults()
     if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
@@ -333,8 +334,6 @@ def main(argv: list[str] | None = None) -> int:
     if not _QUIET:
         progress.set_listener(_ProgressPrinter())
     try:
-        if args.command in ("demo", "audit") and not debug:
-            _quiet_framework_tracebacks()
         if args.command == "demo":
             return _demo(args)
         if args.command == "log":
@@ -368,10 +367,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from flows.preflight import preflight
+    from fairengine.config import AuditConfig, read_config_file
 
     cfg_path = args.config.expanduser()
-    from fairengine.config import read_config_file
 
     raw = read_config_file(cfg_path)
     if args.tracking_uri:
@@ -384,6 +382,9 @@ def _audit(args: argparse.Namespace) -> int:
         raw.setdefault("cache", {})["enabled"] = False
     base_dir = cfg_path.parent.resolve()
     start = time.perf_counter()
+    AuditConfig.from_dict(raw, base_dir=base_dir)  # config problems first, before heavy imports
+    from flows.preflight import preflight
+
     checked = preflight(raw, base_dir)  # every input check, before Prefect starts
     _progress(
         f"Checked the config and {checked.n_rows:,} rows of data in "
@@ -490,6 +491,8 @@ def _run_flow(config: dict, base_dir: str):
         "~10-20 s; set PREFECT_API_URL to a running server to skip it) ..."
     )
     start = time.perf_counter()
+    if not _DEBUG:
+        _quiet_framework_tracebacks()
     from flows.audit import run_audit
 
     run = _in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
