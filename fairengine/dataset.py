@@ -20,7 +20,7 @@ from fairengine.roles import ColumnRoles
 from fairengine.scores import (
     ScoreType,
     check_score_type,
-    check_threshold,
+    effective_threshold,
     positive_prediction,
     to_probability,
 )
@@ -124,7 +124,7 @@ class AuditDataset:
         if not isinstance(roles, ColumnRoles):
             raise DataContractError(f"roles must be a ColumnRoles, got {type(roles).__name__}")
         st = check_score_type(score_type)
-        t = check_threshold(threshold)
+        t = effective_threshold(st, threshold)  # labels: their own hard predictions
         if not isinstance(min_group_size, int | np.integer) or min_group_size < 1:
             raise DataContractError(
                 f"min_group_size must be a positive integer, got {min_group_size!r}"
@@ -173,8 +173,14 @@ def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _examples(values: pd.Series, k: int = 5) -> str:
-    return repr([_plain(v) for v in values.iloc[:k].tolist()])
+def _examples(values: pd.Series, k: int = 5, width: int = 40) -> str:
+    """Up to ``k`` distinct values of one column for a message, each cut to ``width`` characters
+    (a message shows a column's values, never a row of the file)."""
+    shown = []
+    for v in pd.unique(values.iloc[: 100 * k]).tolist()[:k]:
+        text = repr(_plain(v))
+        shown.append(text if len(text) <= width else text[: width - 1] + "…")
+    return "[" + ", ".join(shown) + "]"
 
 
 def _check_columns_exist(frame: pd.DataFrame, needed: list[str]) -> None:
@@ -263,6 +269,14 @@ def _check_scores(col: pd.Series, name: str, score_type: ScoreType) -> np.ndarra
                 f"score column {name!r} is declared score_type='probability' but "
                 f"{int(out.sum())} value(s) lie outside [0, 1] (e.g. {_examples(col[out])}); "
                 "use score_type='raw' for logits"
+            )
+    if score_type == "label":
+        out = (s != 0) & (s != 1)
+        if out.any():
+            raise DataContractError(
+                f"score column {name!r} is declared score_type='label' (hard 0/1 predictions) "
+                f"but {int(out.sum())} value(s) are neither 0 nor 1 (e.g. {_examples(col[out])}); "
+                "use score_type='probability' or 'raw' for scores"
             )
     return to_probability(s, score_type)
 

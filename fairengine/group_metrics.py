@@ -65,6 +65,7 @@ from fairengine.parity import comparison_rows, pair_comparisons
 from fairengine.parity import group_rates as parity_rates
 from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
 from fairengine.results import Finding, Interval, MethodResult
+from fairengine.scores import LABEL_AUC_REASON
 
 METHOD = "group_metrics"
 TITLE = "Group metrics (LiFT suite)"
@@ -280,6 +281,11 @@ def run_group_metrics(
     perf_names = cfg.performance_metrics if has_scores else []
     want_auc = "AUC" in perf_names or "AUC" in cfg.performance_benefit_metrics
     want_auc = want_auc and has_scores
+    auc_not_applicable = want_auc and dataset.score_type == "label"
+    if auc_not_applicable:  # hard labels rank nothing: no AUC findings, the reason recorded
+        want_auc = False
+        perf_names = [p for p in perf_names if p != "AUC"]
+        warnings.append(f"AUC {LABEL_AUC_REASON}")
     hard = dataset.threshold is not None
     prediction = dataset.prediction if has_scores else np.zeros(dataset.n_rows)
     bins = cfg.auc_bins
@@ -344,7 +350,9 @@ def run_group_metrics(
             "method": "binned" if binned else "exact",
             "bins": bins if binned else None,
             "score": "prediction" if compat else "probability",
-        },
+        }
+        if not auc_not_applicable
+        else {"method": None, "applicable": False, "reason": LABEL_AUC_REASON},
         "encodings": {},
     }
     for enc in encodings:

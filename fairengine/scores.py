@@ -3,7 +3,10 @@
 Follows LiFT's conventions (``../shared/docs/lift-semantics.md`` §1.1):
 
 * ``score_type="raw"``: p = 1 / (1 + e^(−s)) (the logistic sigmoid);
-  ``score_type="probability"``: p = s, which must lie in [0, 1].
+  ``score_type="probability"``: p = s, which must lie in [0, 1];
+  ``score_type="label"``: s is a hard 0/1 prediction ŷ and p = ŷ; the threshold does not apply
+  (ŷ is its own decision: 1{ŷ > t} = ŷ for every t in [0, 1)), and ranking metrics such as the
+  AUC are not applicable (one step, no ranking).
 * With a threshold t, the prediction is ŷ = 1{p > t} (**strict**), on the probability scale.
 * Without a threshold, p itself is the probability of a positive prediction, so summing it over a
   group gives the *expected* number of positive predictions ("expected counts").
@@ -18,8 +21,17 @@ from scipy.special import expit
 
 from fairengine.errors import DataContractError
 
-ScoreType = Literal["raw", "probability"]
-SCORE_TYPES: tuple[str, ...] = ("raw", "probability")
+ScoreType = Literal["raw", "probability", "label"]
+SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label")
+
+#: The threshold of hard 0/1 labels: 1{ŷ > 0.5} = ŷ, so labels are their own predictions.
+LABEL_THRESHOLD = 0.5
+
+#: Why AUC-type metrics are not computed for ``score_type: label`` (shown in the results).
+LABEL_AUC_REASON = (
+    "not applicable: score_type is label (hard 0/1 predictions); an AUC needs scores that rank "
+    "the rows, and the AUC of a 0/1 prediction is only (TPR + TNR) / 2"
+)
 
 
 def check_score_type(score_type: str) -> ScoreType:
@@ -65,8 +77,18 @@ def positive_class_scores(output: Any, n_rows: int) -> np.ndarray | None:
     return arr
 
 
+def effective_threshold(score_type: str, threshold: float | None) -> float | None:
+    """The threshold that turns probabilities into predictions: ``threshold`` (checked), but
+    :data:`LABEL_THRESHOLD` for hard labels whatever was configured, so that labels are audited
+    as hard predictions (not as expected counts)."""
+    if check_score_type(score_type) == "label":
+        return LABEL_THRESHOLD
+    return check_threshold(threshold)
+
+
 def to_probability(score: np.ndarray, score_type: ScoreType) -> np.ndarray:
-    """Map scores to probabilities: the sigmoid for raw scores, identity for probabilities.
+    """Map scores to probabilities: the sigmoid for raw scores, identity for probabilities and
+    for hard 0/1 labels (whose "probability" of a positive prediction is the label itself).
 
     The sigmoid is scipy's ``expit``, which is stable for large |s| (no overflow warnings).
     """
@@ -76,13 +98,18 @@ def to_probability(score: np.ndarray, score_type: ScoreType) -> np.ndarray:
     return s
 
 
-def positive_prediction(prob: np.ndarray, threshold: float | None) -> np.ndarray:
+def positive_prediction(
+    prob: np.ndarray, threshold: float | None, score_type: str | None = None
+) -> np.ndarray:
     """Probability of a positive prediction per row.
 
     With a threshold: the hard prediction 1{p > t} as 0.0/1.0. Without: p itself, so group sums
-    are expected counts of positive predictions.
+    are expected counts of positive predictions. With ``score_type="label"`` p is already the
+    0/1 prediction and is returned as it is (the threshold does not apply).
     """
     p = np.asarray(prob, dtype=np.float64)
+    if score_type is not None and check_score_type(score_type) == "label":
+        return p.copy()
     t = check_threshold(threshold)
     if t is None:
         return p

@@ -9,7 +9,6 @@ order JSON, HTML, MLflow, so a failure while logging leaves the local results in
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import platform
 import time
@@ -23,7 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from fairengine import progress
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
-from fairengine.errors import ConfigError, ResultLoggingError
+from fairengine.errors import ResultLoggingError
 from fairengine.results import AuditResult
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
@@ -32,7 +31,7 @@ from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
 from tasks.mlflow_store import check_tracking_store
-from tasks.model import SCORE_COLUMN, first_line, load_model, model_handles, score_data
+from tasks.model import first_line, resolve_scores
 from tasks.outputs import write_outputs
 from tasks.report import render_report_task
 from tasks.settings import default_report_dir, default_tracking_uri
@@ -116,19 +115,10 @@ def audit_flow(
     input_warnings = list(loaded.warnings)
     model_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
     model: Any = None
-    if cfg.model.uri:
-        if cfg.columns.score:
-            raise ConfigError(
-                "give either columns.score (scores already in the data) or model.uri (score "
-                "with the model), not both"
-            )
-        pyfunc, model_info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
-        features = roles.feature_columns([c for c in frame.columns if c != SCORE_COLUMN])
-        frame = timed("score_data", score_data, pyfunc, frame, features)
-        model = model_handles(pyfunc, cfg.score_type)
-        roles = dataclasses.replace(roles, score=SCORE_COLUMN, features=tuple(features))
-    elif roles.score is None:
-        raise ConfigError("no scores to audit: set columns.score or model.uri")
+    # one score source for every method: model (signature inputs, predict_proba) or data column
+    scored = resolve_scores(cfg, frame, roles, tracking_uri, timed=timed)
+    frame, roles, model, model_info = scored.frame, scored.roles, scored.handles, scored.model_info
+    input_warnings += scored.warnings
     model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
 
     # the checks are cached like the method steps (key: data content, roles, settings, code)

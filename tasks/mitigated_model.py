@@ -67,13 +67,20 @@ class MitigatedModel(PythonModel):
         missing = [c for c in features if c not in frame.columns]
         if missing:
             raise ValueError(f"the mitigated model needs the feature column(s) {missing}")
-        out = self.base.predict(frame[features])
-        score = positive_class_scores(out, len(frame))
-        if score is None:
-            raise ValueError(
-                f"the base model returned output of shape {np.shape(out)} for {len(frame)} "
-                "rows; expected one score per row (or two class probabilities)"
-            )
+        if self.rule.get("score_source"):  # the audit's score source: the audited scores
+            from fairengine.model_scores import ModelInput, ScoreSource, source_scores
+
+            source = ScoreSource.from_dict(self.rule["score_source"])
+            inputs = ModelInput.from_dict(self.rule["model_input"]).prepare(frame)
+            score = source_scores(self.base, source, inputs)
+        else:  # a rule registered before score sources were recorded
+            out = self.base.predict(frame[features])
+            score = positive_class_scores(out, len(frame))
+            if score is None:
+                raise ValueError(
+                    f"the base model returned output of shape {np.shape(out)} for {len(frame)} "
+                    "rows; expected one score per row (or two class probabilities)"
+                )
         score = to_probability(score, self.rule["score_type"])
         pi, unknown = apply_rule(self.rule, frame, score)
         if unknown:
@@ -119,6 +126,9 @@ def register_mitigated_model(
             f"(model.uri models:/name/version or models:/name@alias), got {base_uri!r}"
         )
     rule = {**result.details["postprocessor"], "feature_columns": list(feature_columns)}
+    for key in ("score_source", "model_input"):  # score new rows as the audit scored its rows
+        if model_info.get(key):
+            rule[key] = model_info[key]
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_registry_uri(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)

@@ -1,8 +1,21 @@
-"""Load the audited model from MLflow and score the audit data with it."""
+"""Load the audited model from MLflow, settle where its scores come from, and score the data.
+
+:func:`resolve_scores` is the audit flow's one call: it loads the model (``model.uri``), takes
+its input columns from the model's signature (:func:`plan_model_input`), chooses the score
+source (:func:`choose_score_source`: ``predict_proba`` of the underlying estimator when there is
+one, else the pyfunc's output; hard labels only with ``score_type: label``), scores the data
+and builds the handles every model-dependent method gets from that same source
+(:func:`model_handles`). The pure rules (what counts as labels, exact dtype conversions, the
+source itself) live in :mod:`fairengine.model_scores`; this module is the MLflow edge.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -10,25 +23,53 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from fairengine.errors import ModelLoadError
-from fairengine.scores import positive_class_scores
+from fairengine.config import AuditConfig
+from fairengine.errors import ConfigError, ModelLoadError
+from fairengine.model_scores import (
+    LOG_WITH_PROBABILITIES,
+    InputColumn,
+    LabelOnlyModel,
+    ModelInput,
+    ScoreSource,
+    SourceProbability,
+    classify_output,
+    conversion_note,
+    label_indicator,
+    label_positive_value,
+    labels_error,
+    match_schema,
+    positive_column,
+    probability_logit_module,
+    raw_model,
+    source_scores,
+)
+from fairengine.roles import ColumnRoles
+from fairengine.scores import to_probability
 
 SCORE_COLUMN = "_fairengine_score"
 _REGISTRY_URI = re.compile(
     r"^models:/(?P<name>[^/@]+)(?:/(?P<version>[^/]+)|@(?P<alias>[^/]+))?/?$"
+)
+_SCHEMA_FAILURE = re.compile(
+    r"^Failed to enforce schema of data '.*?' with schema '(?P<schema>.*?)'\. "
+    r"Error: (?P<cause>.*)$",
+    re.S,
 )
 
 
 def describe_model_uri(uri: str, tracking_uri: str) -> dict[str, Any]:
     """Name and version of a ``models:/name/version`` or ``models:/name@alias`` URI.
 
-    The alias is resolved to its version in the registry. Other URIs (``runs:/``, paths) give
+    The alias is resolved to its version in the registry. Other URIs (``runs:/``, paths, and
+    MLflow 3's logged-model URIs ``models:/m-<id>`` that ``log_model`` returns) give
     ``name``/``version`` ``None``.
     """
     info: dict[str, Any] = {"uri": uri, "name": None, "version": None, "alias": None}
     m = _REGISTRY_URI.match(uri)
     if not m:
         return info
+    if m["version"] is None and m["alias"] is None:  # models:/<model id>: not the registry
+        return {**info, "model_id": m["name"]}
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
@@ -69,22 +110,365 @@ def load_pyfunc(uri: str, tracking_uri: str) -> Any:
         ) from None
 
 
-def predict_scores(model: Any, features: pd.DataFrame) -> np.ndarray:
-    """Scores of the positive class: column 1 of a two-column output, else the 1-D output."""
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (for one-line user-facing errors)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def mlflow_cause(exc: BaseException) -> str:
+    """An exception's whole message; for MLflow's schema-enforcement failure, its cause and the
+    schema, without the dump of the input rows that MLflow puts in front of them."""
+    text = str(exc).strip()
+    m = _SCHEMA_FAILURE.match(text)
+    if m:
+        return f"{m['cause'].strip()} (model input schema: {m['schema']})"
+    return f"{type(exc).__name__}: {text}"
+
+
+# --------------------------------------------------------------------------- what the model is
+def model_flavor(pyfunc: Any) -> str:
+    """The flavor whose loader serves the pyfunc: ``sklearn``, ``pytorch``, ``xgboost``, …;
+    ``python_function`` for a custom ``PythonModel``."""
+    loader = str(getattr(pyfunc, "loader_module", None) or "")
+    if loader in ("mlflow.pyfunc.model", ""):
+        return "python_function"
+    return loader.removeprefix("mlflow.")
+
+
+def pyfunc_predict_fn(pyfunc: Any) -> str:
+    """The method the pyfunc's ``predict`` calls (``pyfunc_predict_fn`` at logging time)."""
     try:
-        out = model.predict(features)
-    except Exception as exc:
+        return str(pyfunc.metadata.flavors["python_function"].get("predict_fn") or "predict")
+    except Exception:  # no metadata: the default
+        return "predict"
+
+
+def _underlying(pyfunc: Any, flavor: str) -> Any:
+    """The flavor's raw model, or ``None`` for a custom pyfunc (whose ``predict`` is the model:
+    an attribute such as ``.model`` inside it is not what the pyfunc serves)."""
+    if flavor == "python_function":
+        return None
+    raw = raw_model(pyfunc)
+    return None if raw is pyfunc else raw
+
+
+def _estimator_name(raw: Any) -> str:
+    steps = getattr(raw, "steps", None)
+    if steps:
+        return f"Pipeline[{type(steps[-1][1]).__name__}]"
+    return type(raw).__name__
+
+
+def _model_name(pyfunc: Any, flavor: str, raw: Any) -> tuple[str, str | None]:
+    """("the sklearn flavor's LogisticRegression", "LogisticRegression") and the like."""
+    if raw is not None:
+        name = _estimator_name(raw)
+        return f"the {flavor} flavor's {name}", name
+    if flavor == "python_function":
+        try:
+            name = type(pyfunc.unwrap_python_model()).__name__
+            return f"the custom pyfunc {name}", name
+        except Exception:  # not a PythonModel
+            pass
+    return f"the {flavor} pyfunc", None
+
+
+def _is_torch_module(obj: Any) -> bool:
+    """Whether ``obj`` is a torch module (without importing torch when nothing loaded it)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+# --------------------------------------------------------------------------- input columns
+def input_schema(pyfunc: Any) -> list[InputColumn] | None:
+    """The named columns of the model's input signature; ``None`` without a signature or for a
+    tensor signature (no column names)."""
+    try:
+        schema = pyfunc.metadata.get_input_schema()
+    except Exception:  # no metadata
+        return None
+    if schema is None or schema.is_tensor_spec() or not schema.has_input_names():
+        return None
+    out = []
+    for spec in schema.inputs:
+        t = spec.type
+        out.append(InputColumn(str(spec.name), str(getattr(t, "name", t)), bool(spec.required)))
+    return out
+
+
+def plan_model_input(
+    pyfunc: Any,
+    frame: pd.DataFrame,
+    roles: ColumnRoles,
+    features: list[str] | None = None,
+) -> tuple[ModelInput, list[str]]:
+    """The model's input columns and the audit's notes about them.
+
+    With a signature: its columns (protected attributes included when the model takes them;
+    the label and score never), with exact dtype conversions where the table's dtype differs
+    (:func:`fairengine.model_scores.match_schema`); ``columns.features`` (``features``), if
+    given, must name the same columns. A mismatch raises :class:`ModelLoadError` naming the
+    missing and extra columns and the conversions, with MLflow's own message. Without a
+    signature: ``columns.features``, else every column without a role.
+    """
+    columns = [c for c in frame.columns if c != SCORE_COLUMN]
+    schema = input_schema(pyfunc)
+    if schema is None:
+        chosen = roles.feature_columns(columns)
+        origin = "columns.features" if roles.features is not None else "default"
+        missing = [c for c in chosen if c not in frame.columns]
+        if missing:
+            raise ModelLoadError(
+                f"the model needs feature column(s) {missing} that the data does not have "
+                f"(columns.features); the data has {columns}"
+            )
+        fitted = getattr(_underlying(pyfunc, model_flavor(pyfunc)), "feature_names_in_", None)
+        if fitted is not None and sorted(map(str, fitted)) == sorted(chosen):
+            chosen = [str(c) for c in fitted]  # the same columns, in the order it was fitted on
+        return ModelInput(tuple(chosen), origin), []  # type: ignore[arg-type]
+    names = [c.name for c in schema]
+    forbidden = [c for c in (roles.label, roles.score) if c is not None and c in names]
+    if forbidden:
         raise ModelLoadError(
-            f"the model could not score the audit data (feature columns {list(features.columns)}): "
-            f"{type(exc).__name__}: {first_line(exc)}"
-        ) from None
-    arr = positive_class_scores(out, len(features))
-    if arr is None:
-        raise ModelLoadError(
-            f"the model returned output of shape {np.shape(out)} for {len(features)} rows; "
-            "expected one score per row (or two class probabilities)"
+            f"the model's signature takes {forbidden} as input, but those columns are the "
+            "audit's label/score; a model must not see the outcome it predicts"
         )
-    return arr
+    match = match_schema(frame.loc[:, columns], schema, roles.role_columns())
+    if not match.ok:
+        raise ModelLoadError(_mismatch_message(pyfunc, frame, match, roles))
+    if features is not None and set(features) != set(match.columns):
+        raise ModelLoadError(
+            f"columns.features {list(features)} differs from the model's signature "
+            f"{list(match.columns)} (not in the signature: "
+            f"{[c for c in features if c not in match.columns]}; in the signature but not in "
+            f"columns.features: {[c for c in match.columns if c not in features]}); the model "
+            "takes exactly its signature's columns: remove columns.features or make it match"
+        )
+    notes = [conversion_note(match.conversions)] if match.conversions else []
+    return ModelInput(match.columns, "signature", match.conversions), notes
+
+
+def _mismatch_message(pyfunc: Any, frame: pd.DataFrame, match: Any, roles: ColumnRoles) -> str:
+    parts = ["the audit data does not match the model's input signature:"]
+    if match.missing:
+        parts.append(f"missing column(s) {list(match.missing)} (the model needs them);")
+    if match.extra:
+        parts.append(
+            f"the data has other column(s) without a role {list(match.extra)} that the model "
+            "does not take (a renamed or differently encoded column?);"
+        )
+    if match.problems:
+        parts.append(
+            "dtype conversion(s) needed that are not exact: " + "; ".join(match.problems) + "."
+        )
+    if match.conversions:
+        exact = ", ".join(c.text() for c in match.conversions)
+        parts.append(f"Exact dtype conversion(s) the audit makes itself: {exact}.")
+    parts.append(
+        "Give the model the columns it was trained on (the protected attributes "
+        f"{list(roles.protected)} are passed when the signature names them)."
+    )
+    # what MLflow itself says about the same input (without the rows it would print)
+    given = [c for c in frame.columns if c in match.columns or c in match.extra]
+    try:
+        pyfunc.predict(frame.loc[:, given].head(20))
+    except Exception as exc:
+        parts.append(f"MLflow: {mlflow_cause(exc)}")
+    return " ".join(parts)
+
+
+def _scoring_failure(exc: BaseException, model_input: ModelInput, raw: Any) -> ModelLoadError:
+    """The error for a model that raised while scoring the audit rows, with the whole cause and
+    what to set when the input columns were a guess (no signature)."""
+    cols = list(model_input.columns)
+    msg = f"the model could not score the audit data (input columns {cols}): {mlflow_cause(exc)}"
+    if model_input.origin != "signature":
+        fitted = getattr(raw, "feature_names_in_", None)
+        msg += (
+            ". The model has no signature, so the audit gave it "
+            + (
+                "every column without a role (protected attributes, label and weight left out)"
+                if model_input.origin == "default"
+                else "columns.features"
+            )
+            + ". If it takes other columns (e.g. the protected attributes), list its inputs in "
+            "columns.features, or log the model with a signature "
+            "(mlflow.sklearn.log_model(clf, name=..., input_example=X.head()))"
+        )
+        if fitted is not None:
+            msg += f"; the model was fitted on the columns {list(map(str, fitted))}"
+    return ModelLoadError(msg)
+
+
+# --------------------------------------------------------------------------- the score source
+@dataclass(frozen=True)
+class ModelScores:
+    """The audit rows' scores (on ``score_type``'s scale), their source and notes."""
+
+    scores: np.ndarray
+    source: ScoreSource
+    warnings: tuple[str, ...] = ()
+
+
+def choose_score_source(
+    pyfunc: Any,
+    frame: pd.DataFrame,
+    model_input: ModelInput,
+    score_type: str,
+    positive_label: Any,
+) -> ModelScores:
+    """Settle the score source of ``pyfunc`` and score the rows of ``frame`` (its
+    ``model_input`` columns) with it.
+
+    1. ``score_type`` probability/raw and a raw estimator with ``predict_proba`` (scikit-learn
+       flavor, xgboost/lightgbm sklearn API): its column for ``positive_label`` (``classes_``).
+    2. Else the pyfunc's ``predict``: one score per row or two class columns are scores; labels
+       (text, booleans, two distinct values, only integers) are a :class:`ModelLoadError` that
+       says how to log the model with probabilities, unless ``score_type`` is ``label``.
+    3. ``score_type: label``: the pyfunc's labels as 1{ŷ = positive label}; scores are an error.
+
+    A constant output is always an error.
+    """
+    flavor = model_flavor(pyfunc)
+    predict_fn = pyfunc_predict_fn(pyfunc)
+    raw = _underlying(pyfunc, flavor)
+    name, estimator = _model_name(pyfunc, flavor, raw)
+    features = model_input.prepare(frame)
+    n = len(features)
+    notes: list[str] = []
+    if (
+        score_type != "label"
+        and raw is not None
+        and not _is_torch_module(raw)
+        and hasattr(raw, "predict_proba")
+    ):
+        if score_type == "raw":
+            raise ModelLoadError(
+                f"score_type is raw (logits), but {name} gives probabilities (predict_proba), "
+                "which the audit uses; set score_type: probability"
+            )
+        where = f"{name} (model.uri)"
+        col = positive_column(getattr(raw, "classes_", None), positive_label, where)
+        classes = getattr(raw, "classes_", None)
+        cls = col if classes is None else classes[col]
+        cls = cls.item() if isinstance(cls, np.generic) else cls
+        served = (
+            "; its pyfunc predict serves hard labels, so the audit calls predict_proba"
+            if predict_fn == "predict"
+            else f" (pyfunc_predict_fn={predict_fn!r})"
+        )
+        source = ScoreSource(
+            "predict_proba",
+            f"predict_proba of {name}, column {col} (class {cls!r}){served}",
+            score_type,
+            flavor=flavor,
+            estimator=estimator,
+            column=col,
+            positive_class=cls,
+        )
+        try:
+            scores = source_scores(pyfunc, source, features)
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise _scoring_failure(exc, model_input, raw) from None
+        out = classify_output(
+            scores, n, score_type="probability", positive_label=positive_label,
+            what=f"predict_proba of {name}",
+        )  # fmt: skip
+        if out.is_labels:
+            notes.append(
+                f"predict_proba of {name} takes only the values {list(out.distinct)} on the "
+                "audit data: its probabilities are hard labels (an unpruned tree?), so AUC-type "
+                "metrics describe labels"
+            )
+        return ModelScores(scores, source, tuple(notes))
+
+    what = f"the pyfunc predict of {name}"
+    try:
+        output = pyfunc.predict(features)
+    except Exception as exc:
+        raise _scoring_failure(exc, model_input, raw) from None
+    out = classify_output(
+        output, n, score_type=score_type, positive_label=positive_label, what=what
+    )
+    if score_type == "label":
+        if not out.is_labels:
+            raise ModelLoadError(
+                f"score_type is label, but {what} returned {out.n_distinct} distinct scores "
+                f"(e.g. {list(out.distinct)[:4]}), not hard labels; set score_type: probability "
+                "(or raw) to audit the scores"
+            )
+        positive = label_positive_value(out.distinct, positive_label, what)
+        source = ScoreSource(
+            "label",
+            f"hard labels from {what}, 1 = {positive!r} (score_type: label; threshold not used)",
+            score_type,
+            flavor=flavor,
+            estimator=estimator,
+            positive_class=positive,
+        )
+        return ModelScores(label_indicator(output, positive, n, what), source)
+    if out.is_labels:
+        raise labels_error(out.distinct, what, _how_to_serve_probabilities(flavor, raw), out.text)
+    if score_type == "probability":
+        outside = (out.scores < 0) | (out.scores > 1)
+        if outside.any():
+            raise ModelLoadError(
+                f"{what} returned {int(outside.sum())} value(s) outside [0, 1] (from "
+                f"{out.scores.min():.4g} to {out.scores.max():.4g}) with score_type probability; "
+                "if they are logits, set score_type: raw"
+            )
+    shape = (
+        f"column {out.column}"
+        + (f" ({out.column_name!r})" if out.column_name is not None else "")
+        + (" minus the other column (two logits)" if out.logit_difference else "")
+        + " of two"
+        if out.column is not None
+        else "one score per row"
+    )
+    source = ScoreSource(
+        "pyfunc_output",
+        f"output of {what}, {shape} ({score_type})",
+        score_type,
+        flavor=flavor,
+        estimator=estimator,
+        column=out.column,
+        positive_class=out.column_name,
+        logit_difference=out.logit_difference,
+    )
+    return ModelScores(out.scores, source, tuple(notes))
+
+
+def _how_to_serve_probabilities(flavor: str, raw: Any) -> str:
+    if flavor == "sklearn" and raw is not None:
+        return (
+            f"The estimator {_estimator_name(raw)} has no predict_proba: use a classifier that "
+            "has one (e.g. SVC(probability=True) or CalibratedClassifierCV) and log it with "
+            f"{LOG_WITH_PROBABILITIES}."
+        )
+    return (
+        "Log the model so that its pyfunc serves the probability of the positive class: a "
+        f"scikit-learn classifier with {LOG_WITH_PROBABILITIES}, or a PythonModel whose predict "
+        "returns P(y=1) per row (or two class columns)."
+    )
+
+
+@task(name="score-data", cache_policy=NO_CACHE)
+def score_data(
+    pyfunc: Any,
+    frame: pd.DataFrame,
+    model_input: ModelInput,
+    score_type: str,
+    positive_label: Any,
+) -> ModelScores:
+    """Score the audit rows with the model (:func:`choose_score_source`)."""
+    result = choose_score_source(pyfunc, frame, model_input, score_type, positive_label)
+    get_run_logger().info(
+        "Scored %d rows with the model: %s", len(frame), result.source.description
+    )
+    return result
 
 
 @task(name="load-model", cache_policy=NO_CACHE)
@@ -96,58 +480,117 @@ def load_model(uri: str, tracking_uri: str) -> tuple[Any, dict[str, Any]]:
     return model, info
 
 
-@task(name="score-data", cache_policy=NO_CACHE)
-def score_data(model: Any, frame: pd.DataFrame, feature_columns: list[str]) -> pd.DataFrame:
-    """A copy of ``frame`` with the model's scores in column ``_fairengine_score``."""
-    missing = [c for c in feature_columns if c not in frame.columns]
-    if missing:
-        raise ModelLoadError(
-            f"the model needs feature column(s) {missing} that the data does not have"
-        )
-    scored = frame.copy()
-    scored[SCORE_COLUMN] = predict_scores(model, frame.loc[:, feature_columns])
-    get_run_logger().info("Scored %d rows with the model", len(frame))
-    return scored
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (for one-line user-facing errors)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
-
-
-class PyfuncProbability:
-    """A black-box view of a loaded model: ``predict_proba(X)`` gives ``(n, 2)`` class
-    probabilities from the pyfunc's scores (raw scores through a sigmoid when ``score_type`` is
-    ``raw``), like a scikit-learn classifier."""
-
-    def __init__(self, model: Any, score_type: str) -> None:
-        self.model = model
-        self.score_type = score_type
-
-    def predict_proba(self, features: pd.DataFrame) -> np.ndarray:
-        from fairengine.scores import to_probability
-
-        p = to_probability(predict_scores(self.model, features), self.score_type)
-        return np.column_stack([1.0 - p, p])
-
-
-def model_handles(model: Any, score_type: str) -> dict[str, Any]:
-    """What the model-dependent methods receive.
+# --------------------------------------------------------------------------- handles
+@dataclass(frozen=True)
+class ModelHandles:
+    """What the model-dependent methods receive, all from one :class:`ScoreSource`.
 
     ``predict_proba``: a function of a feature frame returning P(y=1) per row (FlipTest).
-    ``model``: the underlying estimator or torch module when MLflow can unwrap it (so gradients
-    are available to the individual-fairness test), else the black-box :class:`PyfuncProbability`.
+    ``model``: for the individual-fairness test, the estimator whose ``predict_proba`` is the
+    source (converted to torch there), the torch module of a pytorch model (its output read as
+    logits), a black-box :class:`~fairengine.model_scores.SourceProbability` over the pyfunc
+    otherwise, or a :class:`~fairengine.model_scores.LabelOnlyModel` for hard labels.
     """
-    proba = PyfuncProbability(model, score_type)
-    raw: Any = None
-    for unwrap in ("get_raw_model", "unwrap_python_model"):
-        try:
-            raw = getattr(model, unwrap)()
-            break
-        except Exception:  # not every flavor can be unwrapped; fall back to the black box
-            continue
-    return {
-        "predict_proba": lambda features: proba.predict_proba(features)[:, 1],
-        "model": raw if raw is not None else proba,
+
+    predict_proba: Callable[[pd.DataFrame], np.ndarray]
+    model: Any
+    source: ScoreSource
+
+    def get(self, name: str) -> Any:
+        """The handle a method asks for by name (``flows/method_steps.py``)."""
+        return {"predict_proba": self.predict_proba, "model": self.model}.get(name)
+
+
+def model_handles(
+    pyfunc: Any,
+    source: ScoreSource,
+    model_input: ModelInput,
+    score_type: str,
+    positive_label: Any = 1,
+) -> ModelHandles:
+    """The handles of every model-dependent method, from the audit's score source."""
+
+    def predict_proba(features: pd.DataFrame) -> np.ndarray:
+        scores = source_scores(pyfunc, source, model_input.prepare(features))
+        return to_probability(scores, score_type)  # type: ignore[arg-type]
+
+    model: Any
+    raw = _underlying(pyfunc, source.flavor or "python_function")
+    if source.kind == "label":
+        model = LabelOnlyModel(source)
+    elif source.kind == "predict_proba":
+        model = raw
+    elif raw is not None and _is_torch_module(raw):
+        model = raw if score_type == "raw" else probability_logit_module(raw, source.column)
+    else:
+        model = SourceProbability(pyfunc, source, model_input, score_type, positive_label)
+    return ModelHandles(predict_proba, model, source)
+
+
+# --------------------------------------------------------------------------- the flow's call
+@dataclass
+class ScoredData:
+    """The audit's scores settled: the table (with ``_fairengine_score`` when a model scored
+    it), the roles (score and model features set), the model handles (``None`` for a data
+    column), the model description for the result, and notes for the audit's warnings."""
+
+    frame: pd.DataFrame
+    roles: ColumnRoles
+    handles: ModelHandles | None
+    model_info: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _run_plain(step: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    del step
+    return fn(*args, **kwargs)
+
+
+def resolve_scores(
+    cfg: AuditConfig,
+    frame: pd.DataFrame,
+    roles: ColumnRoles,
+    tracking_uri: str,
+    timed: Callable[..., Any] = _run_plain,
+) -> ScoredData:
+    """Where the audit's scores come from, settled once (module docstring).
+
+    ``model.uri``: load the model, take its inputs from its signature, choose the score source,
+    score the rows into ``_fairengine_score`` and build the method handles from that source.
+    Else the data's ``columns.score``. ``timed(step, fn, *args)`` runs the steps (the flow
+    times them). ``model_info`` holds the registry identity plus ``score_source`` (its
+    ``description`` is shown in the report) and ``model_input`` (columns, origin, conversions).
+    """
+    base_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
+    if not cfg.model.uri:
+        if roles.score is None:
+            raise ConfigError("no scores to audit: set columns.score or model.uri")
+        source = ScoreSource.from_data_column(roles.score, cfg.score_type)
+        return ScoredData(frame, roles, None, {**base_info, "score_source": source.to_dict()})
+    if cfg.columns.score:
+        raise ConfigError(
+            "give either columns.score (scores already in the data) or model.uri (score "
+            "with the model), not both"
+        )
+    pyfunc, info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
+    model_input, notes = plan_model_input(pyfunc, frame, roles, cfg.columns.features)
+    scored = timed(
+        "score_data", score_data, pyfunc, frame, model_input, cfg.score_type, cfg.positive_label
+    )
+    out = frame.copy()
+    out[SCORE_COLUMN] = scored.scores
+    new_roles = dataclasses.replace(roles, score=SCORE_COLUMN, features=model_input.columns)
+    handles = model_handles(pyfunc, scored.source, model_input, cfg.score_type, cfg.positive_label)
+    warnings = [*notes, *scored.warnings]
+    if cfg.score_type == "label" and cfg.threshold not in (None, 0.5):
+        warnings.append(
+            f"threshold {cfg.threshold} is not used: with score_type label the model's labels "
+            "are the predictions"
+        )
+    model_info = {
+        **base_info,
+        **info,
+        "score_source": scored.source.to_dict(),
+        "model_input": model_input.to_dict(),
     }
+    return ScoredData(out, new_roles, handles, model_info, warnings)

@@ -1030,6 +1030,7 @@ def header_view(d: dict[str, Any]) -> dict[str, Any]:
         item("Version", model.get("version")),
         item("Model URI", model.get("uri"), code=True),
         item("Predictions", prediction),
+        item("Score source", (model.get("score_source") or {}).get("description")),
     ]
     data_items = [
         item("Dataset", dataset.get("name")),

@@ -26,6 +26,7 @@ from fairengine.permutation.config import WHERE, PermutationConfig
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
 from fairengine.permutation.two_group import permutation_test
 from fairengine.results import Finding, Interval, MethodResult
+from fairengine.scores import LABEL_AUC_REASON
 from fairengine.work_bounds import permutation_bound_problem, planned_permutation_tests
 
 METHOD = "permutation_tests"
@@ -120,6 +121,11 @@ def run_permutation_tests(
                         "metric": metric_name,
                         "key": key,
                     }
+                    if metric_key == "auc" and dataset.score_type == "label":
+                        msg = f"{key}: skipped, AUC {LABEL_AUC_REASON}"
+                        warnings.append(msg)
+                        skipped.append({**where, "reason": msg})
+                        continue
                     if metric_key == "auc" and w is not None:
                         msg = (
                             f"{key}: skipped, the AUC permutation test does not support "
