@@ -49,7 +49,8 @@ class DataConfig:
     ``delimiter`` (CSV; ``None`` = detected among ``,`` ``;`` tab ``|``), ``names`` (column
     names of a CSV without a header row), ``na_values`` (extra missing-value markers) and
     ``missing`` (``error``: missing values in a role column stop the audit; ``drop``: those rows
-    are dropped and counted in the audit's warnings) are applied by
+    are dropped and counted in the audit's warnings) and ``skip_initial_space`` (drop the space
+    after each CSV delimiter; ``None`` detects files written with ``", "``) are applied by
     :mod:`fairengine.loaders` and :mod:`fairengine.data_hygiene`.
     """
 
@@ -61,6 +62,7 @@ class DataConfig:
     names: list[str] | None = None
     na_values: list[str] = field(default_factory=list)
     missing: str = "error"
+    skip_initial_space: bool | None = None
 
     def __post_init__(self) -> None:
         if self.missing not in ("error", "drop"):

@@ -122,7 +122,34 @@ def clean_role_columns(
             note = _case_variants(out[column], column)
             if note:
                 warnings.append(note)
+    taken = {c for c, _ in _role_columns(roles)}
+    features = [c for c in out.columns if c not in taken]
+    warnings += _feature_marker_warnings(out, features, markers - {""})
     return CleanedTable(out, tuple(warnings), dropped, counts)
+
+
+def _feature_marker_warnings(
+    frame: pd.DataFrame, columns: list[str], markers: set[str]
+) -> list[str]:
+    """One warning per text feature column holding missing-value markers (``?`` in raw Adult):
+    features go to the model unchanged, so the model sees the marker as a value."""
+    out = []
+    for column in columns:
+        col = frame[column]
+        if not isinstance(col, pd.Series) or not (
+            pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)
+        ):
+            continue
+        text = col.dropna().astype(str).str.strip()
+        hits = text[text.str.casefold().isin(markers)]
+        if len(hits):
+            shown = ", ".join(repr(v) for v in sorted(set(hits))[:3])
+            out.append(
+                f"feature column {column!r} holds {len(hits)} missing-value marker(s) ({shown}); "
+                "features reach the model unchanged, so it sees them as a value: drop or impute "
+                "those rows first if the model was not trained with them"
+            )
+    return out
 
 
 def _role_columns(roles: ColumnRoles) -> list[tuple[str, str]]:

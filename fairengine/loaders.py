@@ -103,11 +103,15 @@ def load_table(
     *,
     delimiter: str | None = None,
     names: Sequence[str] | None = None,
+    skip_initial_space: bool | None = None,
 ) -> TableRead:
     """Read a CSV or Parquet file (see the module docstring for the CSV checks).
 
     ``delimiter``: CSV field delimiter, ``None`` to detect it. ``names``: column names of a CSV
-    file without a header row. Raises :class:`DataContractError` when the file does not exist,
+    file without a header row. ``skip_initial_space``: drop the space after each delimiter
+    (files written with ``", "`` between fields, such as UCI Adult); ``None`` detects it: when
+    every field after the first of every sampled row starts with a space. Raises
+    :class:`DataContractError` when the file does not exist,
     is empty (no bytes, or a header but no rows), has a single column, repeats a column name
     with different values, or cannot be parsed in the given format.
     """
@@ -120,7 +124,7 @@ def load_table(
     if p.stat().st_size == 0:
         raise DataContractError(f"data file {str(p)!r} is empty (0 bytes)")
     if fmt == "parquet":
-        if delimiter is not None or names is not None:
+        if delimiter is not None or names is not None or skip_initial_space:
             raise DataContractError(
                 f"data.delimiter and data.names apply to CSV files; {str(p)!r} is read as Parquet"
             )
@@ -128,11 +132,21 @@ def load_table(
         frame, notes = _merge_repeated(frame, [str(c) for c in frame.columns], p)
         _require_rows(frame, p)
         return TableRead(frame, tuple(notes), None)
-    return _load_csv(p, delimiter, list(names) if names is not None else None)
+    return _load_csv(p, delimiter, list(names) if names is not None else None, skip_initial_space)
 
 
 # ---------------------------------------------------------------- CSV
-def _load_csv(p: Path, delimiter: str | None, names: list[str] | None) -> TableRead:
+def _spaced_fields(text: str, truncated: bool, delimiter: str) -> bool:
+    """Whether every field after the first of every sampled row starts with one space (a file
+    written with ``"<delimiter> "`` between fields)."""
+    rows = [r for r in _rows(text, truncated, delimiter) if len(r) > 1]
+    fields = [f for r in rows for f in r[1:] if f != ""]
+    return bool(fields) and all(f.startswith(" ") and not f.startswith("  ") for f in fields)
+
+
+def _load_csv(
+    p: Path, delimiter: str | None, names: list[str] | None, skip_initial_space: bool | None
+) -> TableRead:
     compression = _compression(p)
     text, truncated = _sample(p, compression)
     notes: list[str] = []
@@ -174,7 +188,16 @@ def _load_csv(p: Path, delimiter: str | None, names: list[str] | None) -> TableR
     else:
         header = first
 
+    if skip_initial_space is None and _spaced_fields(text, truncated, delimiter):
+        skip_initial_space = True
+        notes.append(
+            f"data file {str(p)!r} separates its fields with {_name(delimiter)} and a space; the "
+            "space after each delimiter was dropped from every column (features included), so "
+            f"' Female' reads 'Female'; set data.skip_initial_space: false to keep it"
+        )
+        header = [h.lstrip(" ") for h in header] if names is None else header
     kwargs: dict[str, object] = {"sep": delimiter, "low_memory": False}
+    kwargs["skipinitialspace"] = bool(skip_initial_space)
     kwargs["compression"] = compression
     if names is not None:
         kwargs.update(header=None, names=header)

@@ -61,7 +61,11 @@ def resolve_data(cfg: AuditConfig) -> LoadedData:
             raise ConfigError("data.path (a CSV or Parquet file) or data.embedded is required")
         roles = cfg.roles()
         table = load_table(
-            cfg.data.path, cfg.data.format, delimiter=cfg.data.delimiter, names=cfg.data.names
+            cfg.data.path,
+            cfg.data.format,
+            delimiter=cfg.data.delimiter,
+            names=cfg.data.names,
+            skip_initial_space=cfg.data.skip_initial_space,
         )
         frame, notes = table.frame, table.warnings
         source = {"name": cfg.name, "source": cfg.data.path}
