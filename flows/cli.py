@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -147,11 +148,36 @@ def _in_worker_thread(fn: Any, *args: Any) -> Any:
     return outcome["value"]
 
 
+_SHOW_WARNING = warnings.showwarning
+
+
+def _show_own_warnings(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+    """``warnings.showwarning`` of the CLI without ``--debug``: warnings raised inside installed
+    libraries (``site-packages``) are dropped, FairEngine's own are shown."""
+    if "site-packages" not in filename:
+        _SHOW_WARNING(message, category, filename, lineno, *rest)
+
+
+_ENGINE_FAILURE = (
+    "Finished in state",
+    "Task run failed",
+    "Encountered exception",
+    "Crash detected",
+)
+
+
 class _NoTraceback(logging.Filter):
-    """Drops the traceback from framework log records (Prefect logs every failed task and flow
-    with its full trace); the CLI prints the error itself. ``--debug`` keeps them."""
+    """Without ``--debug``: framework log records lose their traceback, and Prefect's engine
+    records of a failed task or flow (the same error, three times) are dropped; the CLI prints
+    the error itself, once."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.name.startswith("prefect")
+            and record.levelno >= logging.ERROR
+            and str(record.msg).startswith(_ENGINE_FAILURE)
+        ):
+            return False
         record.exc_info = None
         record.exc_text = None
         return True
@@ -327,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        # advice to library authors (MLflow's "add type hints to predict", deprecations) is
+        # not for the person running an audit; --debug shows it
+        warnings.showwarning = _show_own_warnings
     _install_signal_handlers()
     from fairengine import progress
     from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError

@@ -335,3 +335,50 @@ def test_signal_stops_an_audit_within_5_s_keeping_the_cache_and_no_mlflow_run(
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/m.db")
     exp = client.get_experiment_by_name("fairengine-audits")
     assert exp is None or not client.search_runs([exp.experiment_id], run_view_type=3)
+
+
+TEXT_LABEL_MODEL = '''
+import mlflow
+import numpy as np
+
+
+class TextLabels(mlflow.pyfunc.PythonModel):
+    def predict(self, context, model_input, params=None):
+        return np.where(model_input["x"] > 0, "yes", "no")
+
+
+mlflow.models.set_model(TextLabels())
+'''
+
+
+def test_model_returning_text_labels_exits_2_naming_the_values(tmp_path: Path) -> None:
+    """Before: a model serving 'yes'/'no' ended in a numpy ValueError and exit 1 (the FAIL
+    code). Now: exit 2, the message names the values, no traceback."""
+    import mlflow
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = tmp_path / "text_labels.py"
+    code.write_text(TEXT_LABEL_MODEL)
+    client = mlflow.MlflowClient(store, store)
+    exp = client.create_experiment("models", artifact_location=(tmp_path / "art").as_uri())
+    mlflow.set_tracking_uri(store)
+    with mlflow.start_run(experiment_id=exp):
+        info = mlflow.pyfunc.log_model(
+            name="model", python_model=str(code), pip_requirements=["mlflow"]
+        )
+    mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+    frame = scored_frame().drop(columns="score").assign(x=np.linspace(-1, 1, 400))
+    cfg = write_case(
+        tmp_path,
+        "data: {path: data.csv}\ncolumns: {label: y, protected: [sex], features: [x]}\n"
+        f"model: {{uri: '{info.model_uri}'}}\nmlflow: {{tracking_uri: '{store}'}}\n",
+        frame,
+    )
+    r = cli("audit", "--config", str(cfg), env={"FAIRENGINE_HOME": str(tmp_path / "home")})
+    assert r.returncode == 2, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[fairengine]")]
+    assert lines[0].startswith("fairengine: error: ")
+    assert "'yes'" in r.stderr and "'no'" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert "Task run failed" not in r.stderr  # the error once, not Prefect's three copies
+    assert r.stderr.count("returned text labels") == 1
