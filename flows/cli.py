@@ -352,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     apply_offline_defaults()
     if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         # advice to library authors (MLflow's "add type hints to predict", deprecations) is
         # not for the person running an audit; --debug shows it
         warnings.showwarning = _show_own_warnings
