@@ -1020,11 +1020,12 @@ def header_view(d: dict[str, Any]) -> dict[str, Any]:
 
     threshold = model.get("threshold", dataset.get("threshold"))
     score_type = model.get("score_type", dataset.get("score_type"))
-    prediction = (
-        f"{fmt_value(score_type)} scores, threshold {fmt_value(threshold)}"
-        if threshold is not None
-        else f"{fmt_value(score_type)} scores, no threshold (expected rates)"
-    )
+    if score_type == "label":
+        prediction = "hard 0/1 predictions as given (no threshold; AUC-type metrics not applicable)"
+    elif threshold is not None:
+        prediction = f"{fmt_value(score_type)} scores, threshold {fmt_value(threshold)}"
+    else:
+        prediction = f"{fmt_value(score_type)} scores, no threshold (expected rates)"
     model_items = [
         item("Model", model.get("name") or "scores taken from the data"),
         item("Version", model.get("version")),

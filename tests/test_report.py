@@ -822,3 +822,26 @@ def test_fliptest_block_renders_a_real_result() -> None:
     assert "could not draw" not in html
     assert "Transparency report" in html and "vs its flipsets" in html
     assert "NaN [NaN, NaN]" not in html
+
+
+def test_input_warnings_are_shown_in_the_verdict_banner_before_the_reasons(
+    audit: AuditResult,
+) -> None:
+    """Cleaning done on the way in (stripped whitespace, dropped rows, a ', ' delimiter) is part
+    of what the verdict rests on: it is shown in the banner, escaped, above the reasons."""
+    import dataclasses
+
+    warned = dataclasses.replace(
+        audit, warnings=["dropped 583 of 32561 rows <with '?'>", "column 'sex': stripped"]
+    )
+    page = render_report(warned)
+    banner = page[
+        page.index('<section id="verdict"') : page.index(
+            "</section>", page.index('<section id="verdict"')
+        )
+    ]
+    assert "Input warnings</strong> (2)" in banner
+    assert "dropped 583 of 32561 rows &lt;with &#39;?&#39;&gt;" in banner
+    if audit.verdict.reasons:
+        assert banner.index("Input warnings") < banner.index('class="reasons"')
+    assert "Input warnings" not in render_report(audit)
