@@ -361,12 +361,16 @@ def test_model_returning_text_labels_exits_2_naming_the_values(tmp_path: Path) -
     code.write_text(TEXT_LABEL_MODEL)
     client = mlflow.MlflowClient(store, store)
     exp = client.create_experiment("models", artifact_location=(tmp_path / "art").as_uri())
+    session_store = os.environ["MLFLOW_TRACKING_URI"]  # set_tracking_uri also sets the env var
     mlflow.set_tracking_uri(store)
-    with mlflow.start_run(experiment_id=exp):
-        info = mlflow.pyfunc.log_model(
-            name="model", python_model=str(code), pip_requirements=["mlflow"]
-        )
-    mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+    try:
+        with mlflow.start_run(experiment_id=exp):
+            info = mlflow.pyfunc.log_model(
+                name="model", python_model=str(code), pip_requirements=["mlflow"]
+            )
+    finally:
+        mlflow.set_tracking_uri(session_store)
+        os.environ["MLFLOW_TRACKING_URI"] = session_store
     frame = scored_frame().drop(columns="score").assign(x=np.linspace(-1, 1, 400))
     cfg = write_case(
         tmp_path,
