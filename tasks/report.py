@@ -316,8 +316,9 @@ DF_METRIC_LABELS: dict[str, str] = {
 
 def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
     """Per grouping (the intersection first, then each attribute): ε per metric with the
-    smoothed estimate and the bootstrap and Bayesian intervals, the driving pair, a forest
-    plot; then the smallest intersections and the method's notes."""
+    smoothed estimate under the configured outcome convention and, beside it, under the other
+    convention (positive outcome only vs both outcomes), the bootstrap and Bayesian intervals, the
+    driving pair, a forest plot; then the smallest intersections and the method's notes."""
     details = method.get("details") or {}
     metrics = details.get("metrics") or {}
     groupings = list((details.get("groupings") or {}).keys())
@@ -332,11 +333,15 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
             e = g.get("estimators") or {}
             boot, bayes = e.get("bootstrap") or {}, e.get("bayesian") or {}
             pair = g.get("pair") or {}
+            conv = g.get("convention") or {}
             label = DF_METRIC_LABELS.get(metric, metric)
             rows.append(
                 {
                     "metric": label,
                     "epsilon": fmt_number(g.get("epsilon")),
+                    "convention": str(conv.get("name") or g.get("outcomes") or DASH),
+                    "epsilon_other": fmt_number(conv.get("other_epsilon")),
+                    "other_convention": str(conv.get("other_name") or DASH),
                     "ratio": fmt_number(g.get("ratio")),
                     "bootstrap": fmt_interval(boot.get("low"), boot.get("high")),
                     "bayesian": fmt_interval(bayes.get("low"), bayes.get("high")),
@@ -395,6 +400,8 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
         "attributes": " × ".join(map(str, details.get("attributes") or [])),
         "n_intersections": fmt_count(details.get("n_intersections")),
         "outcomes": str(details.get("outcomes") or ""),
+        "convention": str(details.get("convention") or details.get("outcomes") or DASH),
+        "other_convention": str(details.get("other_convention") or DASH),
         "blocks": blocks,
         "rates": rates,
         "smallest": smallest,

@@ -16,6 +16,12 @@ metric's denominator (where the percentile bootstrap under-covers, notes §4.4),
 DF bias amplification ε_sp − ε_slift (Foulds et al. 2020) is reported as
 ``df_amplification.<grouping>`` with a bootstrap interval. Findings are untested unless
 ``target_epsilon`` is set; then each tests H0: ε ≤ target_epsilon.
+
+Every ε is named by its outcome convention (``outcomes``: the positive outcome only, as in Morina
+et al.'s tables, or both outcomes, as Foulds et al. and AIF360 bound them): the label and reading
+say which, and the reading and ``details.metrics.<metric>.<grouping>.convention``
+(:class:`~fairengine.intersectional.metrics.EpsilonConventions`) give the point estimate under the
+other convention beside it. Only the configured convention is tested; the other adds no finding.
 """
 
 from __future__ import annotations
@@ -41,9 +47,11 @@ from fairengine.intersectional.estimators import (
     resolve_scheme,
 )
 from fairengine.intersectional.metrics import (
+    CONVENTION_NAMES,
     DATA_METRICS,
     METRIC_NAMES,
     DifferentialFairness,
+    EpsilonConventions,
     RateTable,
     differential_fairness,
     epsilon_from_counts,
@@ -270,14 +278,16 @@ def run_intersectional(
         )
         pair_txt = _pair_words(df, names)
         grouping_words = " × ".join(t.attributes)
+        conv = EpsilonConventions.of(m, cfg.outcomes, df.epsilon, extra[(g, m)][f"epsilon_{other}"])
         reading = (
             f"{METRIC_NAMES[m][:1].upper()}{METRIC_NAMES[m][1:]} over {grouping_words} "
-            f"({t.n_intersections} groups): ε = "
+            f"({t.n_intersections} groups): ε ({conv.name}) = "
             f"{df.epsilon:.3f} (ratio e^-ε = {df.ratio:.3f}; {level:.0%} "
             f"{'credible' if head is bayes else 'bootstrap'} interval {ci.low:.3f} to "
             f"{ci.high:.3f}"
             + (f", posterior median {bayes.median:.3f}" if head is bayes else "")
-            + f"), driven by {pair_txt}."
+            + f"), driven by {pair_txt}. "
+            + conv.sentence()
         )
         if min_d < cfg.min_support:
             reading += (
@@ -289,7 +299,7 @@ def run_intersectional(
             )
         finding = Finding(
             key=f"df_eps.{m}.{g}",
-            label=f"Differential fairness ε, {METRIC_NAMES[m]}: {grouping_words}",
+            label=f"Differential fairness ε ({conv.name}), {METRIC_NAMES[m]}: {grouping_words}",
             estimate=df.epsilon,
             interval=Interval(ci.low, ci.high, level, method_words),
             reading=reading,
@@ -297,7 +307,7 @@ def run_intersectional(
         if cfg.target_epsilon is not None:
             finding.pvalue = head.pvalue(cfg.target_epsilon)
             finding.null_hypothesis = (
-                f"ε_{m} over {grouping_words} ≤ {cfg.target_epsilon:g} ({cfg.outcomes} outcome)"
+                f"ε_{m} over {grouping_words} ≤ {cfg.target_epsilon:g} ({conv.name})"
             )
         findings.append(finding)
         if not np.isfinite(extra[(g, m)]["epsilon_empirical"]):
@@ -308,6 +318,7 @@ def run_intersectional(
         detail_metrics[m][g] = _metric_details(
             df, names, boot, bayes, head, extra[(g, m)], min_d, cfg
         )
+        detail_metrics[m][g]["convention"] = conv
         if t.n_intersections <= DETAILS_MAX_INTERSECTIONS:
             tab = detail_rates.setdefault(
                 g, {"group": names, "n": t.sizes(), "attributes": list(t.attributes)}
@@ -325,6 +336,8 @@ def run_intersectional(
         "threshold": dataset.threshold,
         "weighted": table.weighted,
         "outcomes": cfg.outcomes,
+        "convention": CONVENTION_NAMES[cfg.outcomes],
+        "other_convention": CONVENTION_NAMES[other],
         "groupings": {g: [attrs[j] for j in keep] or attrs for g, keep in groupings},
         "estimators": {
             "smoothing": [cfg.smoothing_alpha, cfg.smoothing_beta],
@@ -350,18 +363,23 @@ def run_intersectional(
     }
     if amplify:
         sp, sl = point[(g0, "sp")].epsilon, point[(g0, "slift")].epsilon
+        amp_other = extra[(g0, "sp")][f"epsilon_{other}"] - extra[(g0, "slift")][f"epsilon_{other}"]
+        amp_conv = EpsilonConventions.of("sp", cfg.outcomes, sp - sl, amp_other)
         amp = EpsilonDistribution("bootstrap", sp - sl, reps["amplification"], level, scheme)
         ci = amp.confidence_interval()
         findings.append(
             Finding(
                 key=f"df_amplification.{g0}",
-                label=f"DF bias amplification ε_sp − ε_slift: {' × '.join(attrs)}",
+                label=(
+                    f"DF bias amplification ε_sp − ε_slift ({amp_conv.name}): {' × '.join(attrs)}"
+                ),
                 estimate=sp - sl,
                 interval=Interval(ci.low, ci.high, level, f"percentile bootstrap ({scheme})"),
                 reading=(
                     f"The model's statistical-parity ε minus the data's slift ε is {sp - sl:+.3f} "
                     f"({level:.0%} CI {ci.low:+.3f} to {ci.high:+.3f}); positive means the model "
-                    "amplifies the disparity in the labels."
+                    f"amplifies the disparity in the labels. Both ε are {amp_conv.name}; "
+                    f"under {amp_conv.other_name}: {amp_other:+.3f} (shown, not tested)."
                 ),
             )
         )
@@ -370,6 +388,10 @@ def run_intersectional(
             "low": ci.low,
             "high": ci.high,
             "bootstrap_mean": amp.mean,
+            "outcomes": cfg.outcomes,
+            "convention": amp_conv.name,
+            "other_convention": amp_conv.other_name,
+            "estimate_other": amp_other,
         }
     names0 = table.names()
     sparse = int(

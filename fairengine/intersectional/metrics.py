@@ -72,6 +72,90 @@ METRIC_NAMES: dict[str, str] = {
     "eo": "equalized odds (TPR and FPR)",
 }
 
+#: outcome convention -> its name and the source that uses it (named wherever an ε is shown).
+CONVENTION_NAMES: dict[str, str] = {
+    "positive": "positive outcome only, Morina et al.",
+    "both": "both outcomes, Foulds et al. / AIF360",
+}
+#: metric -> (what ε bounds under "positive", what it bounds under "both").
+CONVENTION_BOUNDS: dict[str, tuple[str, str]] = {
+    "elift": ("P(y=1 | s) vs overall", "P(y=1 | s) and P(y=0 | s) vs overall"),
+    "slift": ("P(y=1 | s)", "P(y=1 | s) and P(y=0 | s)"),
+    "sp": ("P(ŷ=1 | s)", "P(ŷ=1 | s) and P(ŷ=0 | s)"),
+    "tpr": ("TPR", "TPR and FNR"),
+    "fpr": ("FPR", "FPR and TNR"),
+    "eo": ("TPR and FPR", "TPR, FNR, FPR and TNR"),
+}
+#: metrics whose "both" form AIF360 computes (``smoothed_empirical_differential_fairness`` on the
+#: labels, ``smoothed_edf`` on the predictions); for the others "both" is Foulds et al.'s form.
+AIF360_METRICS: tuple[str, ...] = ("slift", "sp")
+
+
+@dataclass(frozen=True)
+class EpsilonConventions:
+    """The smoothed ε of one metric under the configured outcome convention and the other one.
+
+    ε_positive bounds |ln r_s − ln r_s'| (Morina et al.'s tables); ε_both also bounds
+    |ln(1 − r_s) − ln(1 − r_s')| (Foulds et al.'s DF; AIF360's smoothed EDF), so
+    ε_both = max(ε_positive, ε_positive(1 − r)) ≥ ε_positive. Only ``outcomes`` is tested and
+    decides; ``other_epsilon`` is a point estimate shown beside it, never a finding.
+    """
+
+    metric: str
+    outcomes: str
+    name: str
+    bounds: str
+    epsilon: float
+    other_outcomes: str
+    other_name: str
+    other_bounds: str
+    other_epsilon: float
+
+    @classmethod
+    def of(
+        cls, metric: str, outcomes: str, epsilon: float, other_epsilon: float
+    ) -> EpsilonConventions:
+        check_metric(metric)
+        other = "both" if check_outcomes(outcomes) == "positive" else "positive"
+        return cls(
+            metric=metric,
+            outcomes=outcomes,
+            name=convention_name(metric, outcomes),
+            bounds=CONVENTION_BOUNDS[metric][OUTCOMES.index(outcomes)],
+            epsilon=float(epsilon),
+            other_outcomes=other,
+            other_name=convention_name(metric, other),
+            other_bounds=CONVENTION_BOUNDS[metric][OUTCOMES.index(other)],
+            other_epsilon=float(other_epsilon),
+        )
+
+    @property
+    def epsilon_positive(self) -> float:
+        return self.epsilon if self.outcomes == "positive" else self.other_epsilon
+
+    @property
+    def epsilon_both(self) -> float:
+        return self.epsilon if self.outcomes == "both" else self.other_epsilon
+
+    def sentence(self) -> str:
+        """The reading's clause on the other convention, e.g. "Under both outcomes, as Foulds et
+        al. and AIF360 compute it (bounding P(y=1 | s) and P(y=0 | s)): ε = 1.883 (shown, not
+        tested)."."""
+        who = self.other_name.split(", ", 1)[1].replace(" / ", " and ")
+        where = "both outcomes" if self.other_outcomes == "both" else "the positive outcome only"
+        return (
+            f"Under {where}, as {who} compute it (bounding {self.other_bounds}): "
+            f"ε = {self.other_epsilon:.3f} (shown, not tested)."
+        )
+
+
+def convention_name(metric: str, outcomes: str) -> str:
+    """The name of ``outcomes`` for ``metric``: AIF360 is cited only where it computes that ε."""
+    name = CONVENTION_NAMES[check_outcomes(outcomes)]
+    if outcomes == "both" and metric not in AIF360_METRICS:
+        name = name.replace(" / AIF360", "")
+    return name
+
 
 def check_metric(metric: str) -> str:
     if metric not in METRICS:
