@@ -321,10 +321,13 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
     driving pair, a forest plot; then the smallest intersections and the method's notes."""
     details = method.get("details") or {}
     metrics = details.get("metrics") or {}
-    groupings = list((details.get("groupings") or {}).keys())
+    grouping_attributes = details.get("groupings") or {}
+    groupings = list(grouping_attributes.keys())
     level = fmt_level((details.get("estimators") or {}).get("confidence_level", 0.95))
     blocks = []
     for gi, grouping in enumerate(groupings):
+        attributes = grouping_attributes.get(grouping) or [grouping]
+        title = " × ".join(str(a) for a in attributes)  # the attributes' names, not the key token
         rows, labels, est, b_lo, b_hi, y_lo, y_hi = [], [], [], [], [], [], []
         for metric, per_grouping in metrics.items():
             g = (per_grouping or {}).get(grouping)
@@ -363,7 +366,7 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
         if not rows:
             continue
         plot = interval_forest_svg(
-            f"ε by metric over {grouping}",
+            f"ε by metric over {title}",
             labels,
             [
                 {
@@ -379,7 +382,7 @@ def intersectional_view(method: dict[str, Any]) -> dict[str, Any]:
         )
         blocks.append(
             {
-                "grouping": str(grouping),
+                "grouping": title,
                 "anchor": slug("df", gi, grouping),
                 "rows": rows,
                 "plot": Markup(plot),
