@@ -65,10 +65,15 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:  # results imports this module
-    from fairengine.results import Finding
+
+class KeyedFinding(Protocol):
+    """What the key checks read of a :class:`~fairengine.results.Finding` (which imports this
+    module, so it is named by shape here, not imported)."""
+
+    key: str
+    label: str
 
 #: Suffixes :meth:`~fairengine.results.AuditResult.flat_metrics` appends to a finding's key.
 FLAT_SUFFIXES: tuple[str, ...] = ("ci_low", "ci_high", "pvalue", "pvalue_adj")
@@ -195,7 +200,7 @@ def flat_names(key: str) -> list[str]:
     return [key, *(f"{key}.{s}" for s in FLAT_SUFFIXES)]
 
 
-def check_unique_keys(findings: Iterable[Finding]) -> None:
+def check_unique_keys(findings: Iterable[KeyedFinding]) -> None:
     """Raise :class:`FindingKeyError` unless the findings' keys are unique and every flat
     metric name they produce (key and ``.ci_low`` …) is distinct, valid for MLflow and not one
     of :data:`RUN_METRIC_NAMES`.

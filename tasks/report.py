@@ -22,11 +22,8 @@ register it in :data:`DETAIL_VIEWS`, and add a macro of the same name plus ``_bl
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import logging
-import math
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +37,21 @@ from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
 from fairengine.results import AuditResult
+from tasks.report_format import (
+    DASH,
+    fmt_count,
+    fmt_datetime,
+    fmt_interval,
+    fmt_level,
+    fmt_number,
+    fmt_pvalue,
+    fmt_rate,
+    fmt_seconds,
+    fmt_value,
+    short_json,
+    slug,
+)
+from tasks.report_mitigation import mitigation_view
 from tasks.report_plots import (
     MAX_PLOT_GROUPS,
     RATE_LABELS,
@@ -55,7 +67,6 @@ from templates import TEMPLATE_DIR
 
 TEMPLATE_NAME = "report.html.j2"
 REPORT_FILENAME = "report.html"
-DASH = "—"
 RAW_DETAILS_LIMIT = 20_000
 """Characters of a method's raw ``details`` JSON shown when it has no dedicated block."""
 
@@ -77,140 +88,7 @@ DECISION_LABELS: dict[str, str] = {
 }
 GROUP_RATES: tuple[str, ...] = ("positive_rate", "tpr", "fpr")
 
-_SLUG = re.compile(r"[^a-z0-9]+")
-
 log = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- number formatting
-
-
-def _nonfinite(x: float) -> str | None:
-    """Readable text of a non-finite float, ``None`` for a finite one."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "∞" if x > 0 else "-∞"
-    return None
-
-
-def fmt_number(value: Any) -> str:
-    """An estimate or interval end: 4 decimals (``0.0512``, ``-0.0030``, ``1.2500``).
-
-    Magnitudes below 1e-4 (but not 0) or from 1e5 up use 4 significant digits in scientific
-    notation (``3.210e-05``); ``None`` is ``—``, NaN is ``NaN``, infinities are ``∞``/``-∞``.
-    """
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
-    if special is not None:
-        return special
-    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e5):
-        return f"{x:.3e}"
-    return f"{x:.4f}"
-
-
-def fmt_rate(value: Any) -> str:
-    """A rate in [0, 1] with 4 decimals (``0.3100``); NaN/∞/``None`` as in :func:`fmt_number`."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
-    return special if special is not None else f"{x:.4f}"
-
-
-def fmt_pvalue(value: Any) -> str:
-    """A p-value: ``<0.0001`` when tiny, else 4 decimals; ``—`` for ``None``, ``NaN`` for NaN."""
-    if value is None:
-        return DASH
-    p = as_float(value)
-    special = _nonfinite(p)
-    if special is not None:
-        return special
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
-
-
-def fmt_interval(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_number) -> str:
-    """``[low, high]`` with both ends formatted by ``fmt``."""
-    return f"[{fmt(low)}, {fmt(high)}]"
-
-
-def fmt_level(level: Any) -> str:
-    """A confidence level as a percentage: ``0.95`` -> ``95%``, ``0.975`` -> ``97.5%``."""
-    if level is None:
-        return DASH
-    x = as_float(level)
-    special = _nonfinite(x)
-    return special if special is not None else f"{round(x * 100, 6):g}%"
-
-
-def fmt_count(value: Any) -> str:
-    """An integer count with thousands separators (``12,345``); ``—`` for ``None``."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
-    if special is not None:
-        return special
-    return f"{round(x):,}" if x == round(x) else f"{x:,.2f}"
-
-
-def fmt_seconds(value: Any) -> str:
-    """A duration: ``0.123 s``, ``12.3 s``; ``—`` for ``None``."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
-    if special is not None:
-        return special
-    return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
-
-
-def fmt_value(value: Any) -> str:
-    """A parameter or config value: ``—`` for ``None``, ``yes``/``no``, lists comma-joined,
-    floats compact (``0.05``), dicts as compact JSON."""
-    if value is None:
-        return DASH
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) or value in ("NaN", "Infinity", "-Infinity"):
-        x = as_float(value)
-        special = _nonfinite(x)
-        return special if special is not None else f"{x:g}"
-    if isinstance(value, list | tuple):
-        return ", ".join(fmt_value(v) for v in value) if value else DASH
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
-
-
-def fmt_datetime(value: Any) -> str:
-    """An ISO timestamp as ``2026-11-22 10:54:03 UTC``; anything unparsable as given."""
-    if not value:
-        return DASH
-    try:
-        dt = datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    text = dt.strftime("%Y-%m-%d %H:%M:%S")
-    if dt.utcoffset() is not None:
-        text += " UTC" if dt.utcoffset().total_seconds() == 0 else dt.strftime(" UTC%z")
-    return text
-
-
-def short_json(value: Any, limit: int = 160) -> str:
-    """Compact JSON of ``value`` (strings as themselves), cut to ``limit`` characters."""
-    if value is None:
-        return DASH
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def slug(*parts: Any) -> str:
-    """An HTML id made of ``[a-z0-9-]`` only, from any text (user names included)."""
-    text = "-".join(_SLUG.sub("-", str(p).lower()).strip("-") for p in parts)
-    return text.strip("-") or "x"
 
 
 def multiplicity_label(multiplicity: str) -> str:
@@ -930,10 +808,7 @@ DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "permutation_tests": permutation_view,
     "group_parity": group_parity_view,
     "intersectional": intersectional_view,
-    # its own module (it imports this one's formatters): resolved when a report has the step
-    "mitigation": lambda method: importlib.import_module(
-        "tasks.report_mitigation"
-    ).mitigation_view(method),
+    "mitigation": mitigation_view,
 }
 """Method name -> view builder; the template has a macro ``<name>_block`` for each."""
 

@@ -7,7 +7,14 @@ from typing import Any
 
 from markupsafe import Markup
 
-from tasks.report import DASH, fmt_interval, fmt_level, fmt_number, fmt_rate, fmt_seconds
+from tasks.report_format import (
+    DASH,
+    fmt_interval,
+    fmt_level,
+    fmt_number,
+    fmt_rate,
+    fmt_seconds,
+)
 from tasks.report_plots import interval_forest_svg
 
 

@@ -23,7 +23,7 @@ from fairengine.transport import (
     TransportMap,
     array_fingerprint,
 )
-from fairengine.transport.persistence import read_state, write_state
+from fairengine.transport.state_files import read_state, write_state
 
 
 def _samples(seed: int = 0, n: int = 300, d: int = 3) -> tuple[np.ndarray, np.ndarray]:

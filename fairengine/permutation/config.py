@@ -7,6 +7,7 @@ Every field has a documented default; :meth:`PermutationConfig.__post_init__` ra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,3 +126,30 @@ class PermutationConfig:
             raise err("max_tests", f"must be an integer >= 1, got {self.max_tests!r}")
         if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise err("device", f"must be 'cpu', 'cuda' or null, got {self.device!r}")
+
+
+def n_pairs(levels: int) -> int:
+    """Unordered pairs of ``levels`` groups: G(G−1)/2."""
+    return levels * (levels - 1) // 2
+
+
+def planned_permutation_tests(config: PermutationConfig, levels: Mapping[str, int]) -> int:
+    """Tests :func:`~fairengine.permutation.run_permutation_tests` will run: for each tested
+    attribute, its pairs of groups times the number of metrics."""
+    attrs = list(levels) if config.attributes is None else list(config.attributes)
+    return sum(n_pairs(levels[a]) for a in attrs if a in levels) * len(config.metrics)
+
+
+def permutation_bound_problem(config: PermutationConfig, levels: Mapping[str, int]) -> str | None:
+    """The message when the permutation tests exceed ``max_tests``, else ``None``."""
+    planned = planned_permutation_tests(config, levels)
+    if planned <= config.max_tests:
+        return None
+    attrs = list(levels) if config.attributes is None else list(config.attributes)
+    parts = ", ".join(f"{a}: {levels[a]} groups, {n_pairs(levels[a]):,} pairs" for a in attrs)
+    return (
+        f"the permutation tests would run {planned:,} tests ({parts}; × {len(config.metrics)} "
+        f"metrics), more than methods.permutation_tests.max_tests={config.max_tests}; merge or "
+        "bin groups, restrict methods.permutation_tests.attributes or .metrics, or raise "
+        "methods.permutation_tests.max_tests"
+    )

@@ -22,12 +22,16 @@ from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.finding_keys import pair_token, part_token
 from fairengine.multiplicity import adjust_pvalues
-from fairengine.permutation.config import WHERE, PermutationConfig
+from fairengine.permutation.config import (
+    WHERE,
+    PermutationConfig,
+    permutation_bound_problem,
+    planned_permutation_tests,
+)
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
 from fairengine.permutation.two_group import permutation_test
 from fairengine.results import Finding, Interval, MethodResult
 from fairengine.scores import LABEL_AUC_REASON
-from fairengine.work_bounds import permutation_bound_problem, planned_permutation_tests
 
 METHOD = "permutation_tests"
 TITLE = "Permutation tests of metric differences (studentized)"

@@ -17,6 +17,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from fairengine.errors import DataContractError, FairEngineError
+from fairengine.transport.state_files import (
+    FORMAT_VERSION,
+    decode_value,
+    encode_value,
+    read_state,
+    write_state,
+)
 
 
 class TransportConvergenceError(FairEngineError):
@@ -144,8 +151,7 @@ class TransportMap(BaseEstimator):
         """The fitted map as ``{"header": ..., "arrays": ...}``: the class name, the
         constructor parameters (``get_params()``) and every learned attribute (names ending in
         ``_``), numpy arrays under ``arrays`` and all other values in the JSON ``header``
-        (:mod:`fairengine.transport.persistence`)."""
-        from fairengine.transport.persistence import FORMAT_VERSION, encode_value
+        (:mod:`fairengine.transport.state_files`)."""
 
         self._check_fitted()
         arrays: dict[str, np.ndarray] = {}
@@ -172,7 +178,6 @@ class TransportMap(BaseEstimator):
         """Rebuild a fitted map from :meth:`to_state` output; ``params`` override constructor
         parameters (e.g. ``device="cpu"`` for a map fitted on a GPU). Called on
         ``TransportMap`` it builds the class named in the state."""
-        from fairengine.transport.persistence import decode_value
 
         header, arrays = state["header"], dict(state["arrays"])
         name = header.get("class")
@@ -193,7 +198,6 @@ class TransportMap(BaseEstimator):
     def save(self, path: str | Path, provenance: dict[str, Any] | None = None) -> Path:
         """Write the fitted map to ``path`` (``.npz``; :mod:`fairengine.transport.persistence`).
         ``provenance`` (JSON-able: data fingerprints, cache key ...) is stored beside it."""
-        from fairengine.transport.persistence import write_state
 
         state = self.to_state()
         if provenance:
@@ -204,7 +208,6 @@ class TransportMap(BaseEstimator):
     def load(cls, path: str | Path, **params: Any) -> TransportMap:
         """Read a map written by :meth:`save` (any map class when called on ``TransportMap``);
         ``params`` override constructor parameters."""
-        from fairengine.transport.persistence import read_state
 
         return cls.from_state(read_state(path), **params)
 

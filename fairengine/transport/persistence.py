@@ -26,106 +26,16 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fairengine.errors import DataContractError
-
-if TYPE_CHECKING:
-    from fairengine.transport._base import TransportMap
-
-FORMAT_VERSION = 2
-"""Version of the map file layout; part of every cache key."""
-
-_STATE_MEMBER = "__state__"
-
-
-# ----------------------------------------------------------------------------- JSON encoding
-def encode_value(value: Any) -> Any:
-    """``value`` as JSON-compatible data. Dicts with non-string keys (e.g. ε → score) become
-    ``{"__items__": [[key, value], ...]}`` and tuples ``{"__tuple__": [...]}`` so that
-    :func:`decode_value` restores them exactly; numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        if all(isinstance(k, str) for k in value):
-            return {k: encode_value(v) for k, v in value.items()}
-        return {"__items__": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
-    if isinstance(value, tuple):
-        return {"__tuple__": [encode_value(v) for v in value]}
-    if isinstance(value, list):
-        return [encode_value(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    raise DataContractError(
-        f"cannot store a value of type {type(value).__name__} in a map file; store arrays as "
-        "numpy arrays and everything else as numbers, strings, lists or dicts"
-    )
-
-
-def decode_value(value: Any) -> Any:
-    """Inverse of :func:`encode_value`."""
-    if isinstance(value, dict):
-        if set(value) == {"__items__"}:
-            return {decode_value(k): decode_value(v) for k, v in value["__items__"]}
-        if set(value) == {"__tuple__"}:
-            return tuple(decode_value(v) for v in value["__tuple__"])
-        return {k: decode_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode_value(v) for v in value]
-    return value
-
-
-# ----------------------------------------------------------------------------- files
-def write_state(state: dict[str, Any], path: str | Path) -> Path:
-    """Write a map state (``{"header": JSON-able dict, "arrays": {name: ndarray}}``) to
-    ``path`` as ``.npz``, atomically (a temporary file in the same directory, then a rename),
-    so concurrent writers of the same cache key never leave a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = state["arrays"]
-    for name, arr in arrays.items():
-        if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
-            raise DataContractError(f"map state array {name!r} must be a numeric numpy array")
-    header = np.array(json.dumps(encode_value(state["header"]), sort_keys=True))
-    # a unique temporary name opened with "x" (created with the umask's permissions, unlike
-    # tempfile.mkstemp's 0600, so a shared cache folder stays readable)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            np.savez(fh, **{_STATE_MEMBER: header}, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
-
-
-def read_state(path: str | Path) -> dict[str, Any]:
-    """Read a file written by :func:`write_state` (no pickles are ever loaded)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataContractError(f"map file {str(path)!r} does not exist")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            header = json.loads(str(npz[_STATE_MEMBER]))
-            arrays = {k: npz[k] for k in npz.files if k != _STATE_MEMBER}
-    except (ValueError, KeyError, OSError) as exc:
-        raise DataContractError(
-            f"{str(path)!r} is not a FairEngine map file ({type(exc).__name__}: {exc})"
-        ) from None
-    header = decode_value(header)
-    if header.get("format") != FORMAT_VERSION:
-        raise DataContractError(
-            f"map file {str(path)!r} has format {header.get('format')!r}; this version of "
-            f"FairEngine reads format {FORMAT_VERSION} (refit the map)"
-        )
-    return {"header": header, "arrays": arrays}
+from fairengine.transport import _base
+from fairengine.transport._base import TransportMap
+from fairengine.transport.state_files import FORMAT_VERSION, encode_value
 
 
 # ----------------------------------------------------------------------------- cache keys
@@ -139,8 +49,6 @@ def array_fingerprint(x: Any) -> str:
 
 def estimator_code_hash(estimator: TransportMap) -> str:
     """SHA-256 of the source of the estimator's module and of the shared base module."""
-    from fairengine.transport import _base
-
     h = hashlib.sha256()
     for module in dict.fromkeys([inspect.getmodule(type(estimator)), _base]):
         if module is not None:
@@ -162,7 +70,7 @@ def fit_key(estimator: TransportMap, source: Any, target: Any) -> tuple[str, dic
     return key, ingredients
 
 
-FitFunction = Callable[["TransportMap", np.ndarray, np.ndarray], tuple[np.ndarray, "TransportMap"]]
+FitFunction = Callable[[TransportMap, np.ndarray, np.ndarray], tuple[np.ndarray, TransportMap]]
 
 
 def _default_fit(m: TransportMap, xs: np.ndarray, xt: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -202,8 +110,6 @@ class MapCache:
         ``estimator`` as given, so a fit that adjusted its own parameters (a wider ε after a
         non-converging Sinkhorn) is found again by the same request.
         """
-        from fairengine.transport._base import TransportMap
-
         key, ingredients = fit_key(estimator, source, target)
         path = self.path(key)
         if path.is_file():
