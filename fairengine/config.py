@@ -260,6 +260,11 @@ class AuditConfig:
             raise ConfigError("runner.dask_workers and runner.dask_threads_per_worker must be >= 1")
         if self.data.path and self.data.embedded:
             raise ConfigError("data: give either 'path' or 'embedded', not both")
+        if self.model.uri and self.columns.score:
+            raise ConfigError(
+                "give either columns.score (scores already in the data) or model.uri (score "
+                "with the model), not both"
+            )
 
     # ---------------------------------------------------------------- construction
     @classmethod

@@ -46,11 +46,6 @@ def preflight(raw: dict[str, Any], base_dir: Path | None) -> Preflight:
     """Run every check that needs no Prefect and no model; raise the first failing stage's
     :class:`~fairengine.errors.FairEngineError` (each stage lists all of its own problems)."""
     cfg = AuditConfig.from_dict(raw, base_dir=base_dir)
-    if cfg.model.uri and cfg.columns.score:
-        raise ConfigError(
-            "give either columns.score (scores already in the data) or model.uri (score with "
-            "the model), not both"
-        )
     if not cfg.model.uri and not cfg.columns.score and not cfg.data.embedded:
         raise ConfigError("no scores to audit: set columns.score or model.uri")
     loaded = resolve_data(cfg)

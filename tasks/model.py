@@ -567,11 +567,6 @@ def resolve_scores(
             raise ConfigError("no scores to audit: set columns.score or model.uri")
         source = ScoreSource.from_data_column(roles.score, cfg.score_type)
         return ScoredData(frame, roles, None, {**base_info, "score_source": source.to_dict()})
-    if cfg.columns.score:
-        raise ConfigError(
-            "give either columns.score (scores already in the data) or model.uri (score "
-            "with the model), not both"
-        )
     pyfunc, info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
     model_input, notes = plan_model_input(pyfunc, frame, roles, cfg.columns.features)
     scored = timed(
