@@ -113,8 +113,6 @@ def audit_flow(
     loaded = timed("load_data", load_data, cfg)
     frame, roles, source = loaded.frame, loaded.roles, loaded.source
     input_warnings = list(loaded.warnings)
-    model_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
-    model: Any = None
     # one score source for every method: model (signature inputs, predict_proba) or data column
     scored = resolve_scores(cfg, frame, roles, tracking_uri, timed=timed)
     frame, roles, model, model_info = scored.frame, scored.roles, scored.handles, scored.model_info

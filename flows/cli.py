@@ -8,17 +8,19 @@ before any of them is imported.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import signal
 import sys
-import threading
 import time
 import traceback
-import warnings
 from pathlib import Path
-from typing import Any
 
+from flows.cli_console import (
+    CONSOLE,
+    ProgressPrinter,
+    quiet_engine_tracebacks,
+    quiet_library_output,
+)
+from flows.cli_signals import AuditInterrupted, hard_exit, in_worker_thread, install_signal_handlers
 from tasks.settings import apply_offline_defaults
 
 EPILOG = """\
@@ -39,161 +41,6 @@ exit codes:
 """
 
 EXIT_FAIL, EXIT_INPUT, EXIT_MLFLOW, EXIT_INTERNAL = 1, 2, 3, 4
-PROGRESS_EVERY_S = 5.0  # at most one batch-progress line per step this often
-
-
-_QUIET = False
-_DEBUG = False
-
-
-def _progress(msg: str) -> None:
-    if not _QUIET:  # not print(): the flow's log_prints would turn it into a Prefect log
-        sys.stderr.write(f"[fairengine] {msg}\n")
-        sys.stderr.flush()
-
-
-class _ProgressPrinter:
-    """Prints :mod:`fairengine.progress` events: every step start/finish, and batch progress
-    (``12/68 tests``) at most every :data:`PROGRESS_EVERY_S` seconds per step."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-        self.last: dict[str, float] = {}
-
-    def __call__(self, event: Any) -> None:
-        now = time.perf_counter()
-        elapsed = f"{now - self.start:.0f} s"
-        if event.done is None or not event.total:
-            _progress(f"{event.step}: {event.message} [{elapsed}]")
-            return
-        if now - self.last.get(event.step, self.start) < PROGRESS_EVERY_S:
-            return
-        self.last[event.step] = now
-        _progress(f"{event.step}: {event.done}/{event.total} {event.message} [{elapsed}]")
-
-
-class AuditInterrupted(BaseException):
-    """Raised in the main thread by SIGINT/SIGTERM (a BaseException, so that no ``except
-    Exception`` on the way swallows it)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _hard_exit(code: int) -> None:
-    """End the process now: discard an MLflow run still being logged, stop child processes
-    (Prefect's embedded server, Dask workers) and ``os._exit`` without waiting for method
-    threads, which Python cannot interrupt. Results of finished methods are already in the
-    cache (Prefect persists a task's result when it completes)."""
-    try:
-        from tasks.mlflow_log import discard_open_runs
-
-        for run_id in discard_open_runs():
-            _progress(f"discarded the partial MLflow run {run_id}")
-    except Exception:  # exiting anyway
-        pass
-    try:
-        import psutil
-
-        children = psutil.Process().children(recursive=True)
-        for child in children:
-            child.terminate()
-        _, alive = psutil.wait_procs(children, timeout=1.0)
-        for child in alive:
-            child.kill()
-    except Exception:  # exiting anyway
-        pass
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _on_signal(signum: int, _frame: Any) -> None:
-    _progress(
-        f"{signal.Signals(signum).name} received: stopping. Finished method results stay in the "
-        "cache; no partial MLflow run is kept."
-    )
-    raise AuditInterrupted(signum)
-
-
-def _install_signal_handlers() -> None:
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _on_signal)
-        signal.signal(signal.SIGTERM, _on_signal)
-
-
-def _in_worker_thread(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` in a worker thread while the main thread waits for signals.
-
-    Prefect's flow engine replaces the SIGTERM handler of the main thread while a flow runs and,
-    on SIGTERM, waits for the running tasks before it exits (minutes for a long permutation
-    step). Run elsewhere, the flow leaves the main thread's handlers alone: SIGINT/SIGTERM
-    raise :class:`AuditInterrupted` here at once and :func:`main` ends the process.
-    """
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = fn(*args)
-        except BaseException as exc:  # re-raised in the main thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, name="fairengine-audit", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.2)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-_SHOW_WARNING = warnings.showwarning
-
-
-def _show_own_warnings(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
-    """``warnings.showwarning`` of the CLI without ``--debug``: warnings raised inside installed
-    libraries (``site-packages``) are dropped, FairEngine's own are shown."""
-    if "site-packages" not in filename:
-        _SHOW_WARNING(message, category, filename, lineno, *rest)
-
-
-_ENGINE_FAILURE = (
-    "Finished in state",
-    "Task run failed",
-    "Encountered exception",
-    "Crash detected",
-)
-
-
-class _NoTraceback(logging.Filter):
-    """Without ``--debug``: framework log records lose their traceback, and Prefect's engine
-    records of a failed task or flow (the same error, three times) are dropped; the CLI prints
-    the error itself, once."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if (
-            record.name.startswith("prefect")
-            and record.levelno >= logging.ERROR
-            and str(record.msg).startswith(_ENGINE_FAILURE)
-        ):
-            return False
-        record.exc_info = None
-        record.exc_text = None
-        return True
-
-
-def _quiet_framework_tracebacks() -> None:
-    import prefect  # noqa: F401 - configures Prefect's handlers, which get the filter
-
-    loggers = [logging.getLogger()] + [
-        logging.getLogger(name)
-        for name in list(logging.Logger.manager.loggerDict)
-        if name.startswith("prefect")
-    ]
-    for logger in loggers:
-        for handler in logger.handlers:
-            handler.addFilter(_NoTraceback())
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -336,7 +183,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fairengine`` command (exit codes: see :data:`EPILOG`)."""
-    global _QUIET, _DEBUG
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -347,22 +193,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_INPUT
-    debug = _DEBUG = bool(getattr(args, "debug", False))
-    _QUIET = bool(getattr(args, "quiet", False))
+    debug = bool(getattr(args, "debug", False))
+    CONSOLE.quiet = bool(getattr(args, "quiet", False))
     apply_offline_defaults()
     if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
-        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-        # advice to library authors (MLflow's "add type hints to predict", deprecations) is
-        # not for the person running an audit; --debug shows it
-        warnings.showwarning = _show_own_warnings
-    _install_signal_handlers()
+        quiet_library_output()
+    install_signal_handlers()
     from fairengine import progress
     from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError
 
-    if not _QUIET:
-        progress.set_listener(_ProgressPrinter())
+    if not CONSOLE.quiet:
+        progress.set_listener(ProgressPrinter())
     try:
         if args.command == "demo":
             return _demo(args)
@@ -372,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             return _sample_size(args)
         return _audit(args)
     except AuditInterrupted as exc:
-        _hard_exit(128 + exc.signum)
+        hard_exit(128 + exc.signum)
         return 128 + exc.signum  # not reached
     except (ResultLoggingError, MlflowUnavailableError) as exc:
         print(f"fairengine: error: MLflow unavailable: {exc}", file=sys.stderr)
@@ -416,21 +257,21 @@ def _audit(args: argparse.Namespace) -> int:
     from flows.preflight import preflight
 
     checked = preflight(raw, base_dir)  # every input check, before Prefect starts
-    _progress(
+    CONSOLE.say(
         f"Checked the config and {checked.n_rows:,} rows of data in "
         f"{time.perf_counter() - start:.1f} s"
     )
     for warning in checked.warnings:
-        _progress(f"warning: {warning}")
+        CONSOLE.say(f"warning: {warning}")
     store_down = checked.mlflow_down
     if store_down:
         assert checked.store is not None
-        _progress(
+        CONSOLE.say(
             f"warning: MLflow store {checked.store.uri} is not available "
             f"({checked.store.reason}); the audit runs and is saved locally"
         )
         raw.setdefault("mlflow", {})["enabled"] = False
-    run = _run_flow(raw, str(base_dir))
+    run = _run_flow(raw, str(base_dir), args.debug)
     _print_outcome(run)
     if store_down:
         assert checked.store is not None
@@ -507,26 +348,26 @@ def _demo(args: argparse.Namespace) -> int:
         os.environ["FAIRENGINE_HOME"] = str(args.home.expanduser().resolve())
     from flows.demo import prepare_demo
 
-    _progress("Preparing the demo: generating data, training and registering a model ...")
-    prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=_progress)
-    run = _run_flow(prepared.config, str(prepared.config_path.parent))
+    CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
+    prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
+    run = _run_flow(prepared.config, str(prepared.config_path.parent), args.debug)
     _print_outcome(run)
     print(f"\nRe-run this audit with:  fairengine audit --config {prepared.config_path}")
     return 0
 
 
-def _run_flow(config: dict, base_dir: str):
-    _progress(
+def _run_flow(config: dict, base_dir: str, debug: bool):
+    CONSOLE.say(
         "Starting the audit flow (Prefect embedded mode: starting its temporary server takes "
         "~10-20 s; set PREFECT_API_URL to a running server to skip it) ..."
     )
     start = time.perf_counter()
-    if not _DEBUG:
-        _quiet_framework_tracebacks()
+    if not debug:
+        quiet_engine_tracebacks()
     from flows.audit import run_audit
 
-    run = _in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
-    _progress(f"Audit finished in {time.perf_counter() - start:.1f} s")
+    run = in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
+    CONSOLE.say(f"Audit finished in {time.perf_counter() - start:.1f} s")
     return run
 
 
