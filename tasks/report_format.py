@@ -33,16 +33,22 @@ def _nonfinite(x: float) -> str | None:
     return None
 
 
+def _special(value: Any) -> tuple[float, str | None]:
+    """``value`` as a float, and the text to print instead when it is ``None`` (``—``) or not
+    finite (``NaN``, ``∞``, ``-∞``); ``None`` text for a finite number."""
+    if value is None:
+        return math.nan, DASH
+    x = as_float(value)
+    return x, _nonfinite(x)
+
+
 def fmt_number(value: Any) -> str:
     """An estimate or interval end: 4 decimals (``0.0512``, ``-0.0030``, ``1.2500``).
 
     Magnitudes below 1e-4 (but not 0) or from 1e5 up use 4 significant digits in scientific
     notation (``3.210e-05``); ``None`` is ``—``, NaN is ``NaN``, infinities are ``∞``/``-∞``.
     """
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
+    x, special = _special(value)
     if special is not None:
         return special
     if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e5):
@@ -52,19 +58,13 @@ def fmt_number(value: Any) -> str:
 
 def fmt_rate(value: Any) -> str:
     """A rate in [0, 1] with 4 decimals (``0.3100``); NaN/∞/``None`` as in :func:`fmt_number`."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
+    x, special = _special(value)
     return special if special is not None else f"{x:.4f}"
 
 
 def fmt_pvalue(value: Any) -> str:
     """A p-value: ``<0.0001`` when tiny, else 4 decimals; ``—`` for ``None``, ``NaN`` for NaN."""
-    if value is None:
-        return DASH
-    p = as_float(value)
-    special = _nonfinite(p)
+    p, special = _special(value)
     if special is not None:
         return special
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
@@ -77,19 +77,13 @@ def fmt_interval(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_number) ->
 
 def fmt_level(level: Any) -> str:
     """A confidence level as a percentage: ``0.95`` -> ``95%``, ``0.975`` -> ``97.5%``."""
-    if level is None:
-        return DASH
-    x = as_float(level)
-    special = _nonfinite(x)
+    x, special = _special(level)
     return special if special is not None else f"{round(x * 100, 6):g}%"
 
 
 def fmt_count(value: Any) -> str:
     """An integer count with thousands separators (``12,345``); ``—`` for ``None``."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
+    x, special = _special(value)
     if special is not None:
         return special
     return f"{round(x):,}" if x == round(x) else f"{x:,.2f}"
@@ -97,10 +91,7 @@ def fmt_count(value: Any) -> str:
 
 def fmt_seconds(value: Any) -> str:
     """A duration: ``0.123 s``, ``12.3 s``; ``—`` for ``None``."""
-    if value is None:
-        return DASH
-    x = as_float(value)
-    special = _nonfinite(x)
+    x, special = _special(value)
     if special is not None:
         return special
     return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
