@@ -1,8 +1,12 @@
-"""Assemble an audit: multiplicity adjustment across all tests, decisions, and the verdict.
+"""Assemble an audit: one decision per question, one family, decisions and the verdict.
 
-All tested findings of all methods that ran form one family; their p-values are adjusted
-together (Holm by default, Benjamini–Hochberg optionally, see :mod:`fairengine.multiplicity`)
-and each decision is taken on the adjusted p-value at level ``alpha``.
+Tested findings that answer the same question (the same gap tested against a tolerance and
+against zero) get one deciding test (:func:`assign_questions`); the deciding tests of all
+methods form one family, decided together at level ``alpha`` under the audit's multiplicity
+procedure (Holm by default, Benjamini–Hochberg optionally; :mod:`fairengine.multiplicity`).
+Monte-Carlo p-values are decided through their resampling intervals, drawing more resamples
+where a decision is open, and are ``undetermined`` when the resamples cannot settle them
+(:mod:`fairengine.decisions`).
 """
 
 from __future__ import annotations
@@ -13,10 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from fairengine.decisions import (
+    FamilyResult,
+    FamilyTest,
+    Resampler,
+    ResamplingSettings,
+    decide_family,
+)
 from fairengine.finding_keys import check_unique_keys
-from fairengine.multiplicity import METHODS, adjust_pvalues
+from fairengine.multiplicity import METHODS
 from fairengine.results import (
     AuditResult,
+    DecisionRecord,
     Finding,
     MethodResult,
     ValidationResult,
@@ -24,67 +36,181 @@ from fairengine.results import (
 )
 
 MULTIPLICITY_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no"}
+GAP_NULLS: tuple[str, ...] = ("tolerance", "zero")
+#: Among tests of the same null kind, which method's test decides (exact small-sample tests first).
+_METHOD_RANK = {"permutation_tests": 0, "group_parity": 1, "group_metrics": 2}
 
 
-def apply_multiplicity(
-    methods: list[MethodResult], alpha: float, multiplicity: str = "holm"
-) -> list[Finding]:
-    """Adjust the p-values of every tested finding of the methods that ran, in place.
+def assign_questions(methods: list[MethodResult], gap_null: str = "tolerance") -> list[Finding]:
+    """One deciding test per question; returns the deciding tested findings.
 
-    Sets ``adjusted_pvalue``, ``decision`` and completes each finding's plain-language
-    ``reading``. Returns the tested findings.
+    Tested findings with the same ``question`` (e.g. the TPR gap of one pair of groups, tested by
+    group parity against |gap| ≤ τ and by a permutation test against no difference) get one
+    deciding test: the one whose ``null_kind`` is ``gap_null`` (``tolerance``, the default,
+    since that is what "beyond tolerance" means; or ``zero``), exact permutation tests before
+    score/Wald tests. The others are marked ``supporting`` with ``decided_by`` set; they are
+    shown as evidence and do not count in the verdict or in the multiplicity family.
+    """
+    if gap_null not in GAP_NULLS:
+        raise ValueError(f"decisions.gap_null must be one of {list(GAP_NULLS)}, got {gap_null!r}")
+    tested = [
+        (m.method, f)
+        for m in methods
+        if m.status == "ok"
+        for f in m.findings
+        if f.pvalue is not None
+    ]
+    by_question: dict[str, list[tuple[str, Finding]]] = {}
+    for method, f in tested:
+        if f.question is not None:
+            by_question.setdefault(f.question, []).append((method, f))
+    supporting: set[int] = set()
+    for group in by_question.values():
+        if len(group) < 2:
+            continue
+        ranked = sorted(
+            group,
+            key=lambda mf: (mf[1].null_kind != gap_null, _METHOD_RANK.get(mf[0], 9)),
+        )
+        decider = ranked[0][1]
+        for _, f in ranked[1:]:
+            f.decision = "supporting"
+            f.decided_by = decider.key
+            f.adjusted_pvalue = None
+            supporting.add(id(f))
+            f.reading = (
+                f"{f.reading} Supporting evidence (not counted in the verdict): p={_p(f.pvalue)} "
+                f"against {f.null_hypothesis}; this question is decided by {decider.label} "
+                f"against {decider.null_hypothesis}."
+            ).strip()
+    return [f for _, f in tested if id(f) not in supporting]
+
+
+def _family_test(f: Finding) -> FamilyTest:
+    if f.resampling:
+        return FamilyTest(f.key, parts=tuple(f.resampling))
+    assert f.pvalue is not None
+    return FamilyTest(f.key, pvalue=min(1.0, max(0.0, float(f.pvalue))))
+
+
+def _what_rejected(f: Finding) -> str:
+    if f.null_kind == "tolerance":
+        return f"the difference exceeds the tolerance ({f.null_hypothesis} rejected)"
+    if f.null_kind == "zero":
+        return f"the difference is not zero ({f.null_hypothesis} rejected)"
+    return f"rejects {f.null_hypothesis}"
+
+
+def apply_decisions(
+    methods: list[MethodResult],
+    alpha: float,
+    multiplicity: str = "holm",
+    *,
+    gap_null: str = "tolerance",
+    settings: ResamplingSettings | None = None,
+    resampler: Resampler | None = None,
+) -> FamilyResult:
+    """Decide every deciding tested finding of the methods that ran, in place.
+
+    One deciding test per question (:func:`assign_questions`); then the family is decided by
+    :func:`fairengine.decisions.decide_family`: exact p-values as they are, Monte-Carlo p-values
+    through their resampling intervals (more resamples drawn by ``resampler`` where a decision is
+    open). Sets ``adjusted_pvalue``, ``decision`` (reject / fail_to_reject / undetermined), the
+    Monte-Carlo fields, and completes each finding's ``reading`` with a sentence naming the null.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     if multiplicity not in METHODS:
         raise ValueError(f"multiplicity must be one of {list(METHODS)}, got {multiplicity!r}")
-    tested = [f for m in methods if m.status == "ok" for f in m.findings if f.pvalue is not None]
-    adjusted = adjust_pvalues([f.pvalue for f in tested], multiplicity)
+    family = assign_questions(methods, gap_null)
+    result = decide_family(
+        [_family_test(f) for f in family], alpha, multiplicity, settings, resampler
+    )
     name = MULTIPLICITY_NAMES[multiplicity]
-    for f, p in zip(tested, adjusted, strict=True):
-        f.adjusted_pvalue = float(p)
-        f.decision = "reject" if p <= alpha else "fail_to_reject"
-        if f.decision == "reject":
-            verdict = (
-                f"Significant: rejects {f.null_hypothesis} at α={alpha:g} "
-                f"({name}-adjusted p={_p(p)})."
-            )
+    for f, d in zip(family, result.decisions, strict=True):
+        f.adjusted_pvalue = d.adjusted_pvalue
+        f.decision = d.decision
+        if d.parts:
+            f.resampling = list(d.parts)
+            f.pvalue = d.pvalue
+            f.pvalue_bounds = (d.pvalue_low, d.pvalue_high)
+            f.resamples_needed = d.resamples_needed
+        adj = f"{name}-adjusted p={_p(d.adjusted_pvalue)}"
+        if d.decision == "reject":
+            sentence = f"Rejected at α={alpha:g}: {_what_rejected(f)} ({adj})."
+        elif d.decision == "fail_to_reject":
+            sentence = f"Not rejected: {f.null_hypothesis} is not rejected at α={alpha:g} ({adj})."
         else:
-            verdict = (
-                f"Not significant: {f.null_hypothesis} is not rejected at α={alpha:g} "
-                f"({name}-adjusted p={_p(p)})."
+            sentence = (
+                f"Undetermined (Monte-Carlo resolution): after {d.resamples:,} resamples the "
+                f"p-value lies in [{_p(d.pvalue_low)}, {_p(d.pvalue_high)}], which does not "
+                f"settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
+                + _needed_words(d.resamples_needed)
             )
-        f.reading = f"{f.reading} {verdict}".strip()
-    return tested
+        f.reading = f"{f.reading} {sentence}".strip()
+    return result
+
+
+def _needed_words(needed: float | None) -> str:
+    if needed is None or not np.isfinite(needed):
+        return "the estimate sits on its critical value, so no number of resamples settles it."
+    return f"about {needed:,.0f} resamples would settle it."
 
 
 def decide_verdict(methods: list[MethodResult], alpha: float) -> Verdict:
-    """``fail`` if a finding is rejected, else ``incomplete`` if a method failed, else ``pass``."""
-    rejected = [
-        f for m in methods if m.status == "ok" for f in m.findings if f.decision == "reject"
-    ]
+    """``fail`` if a deciding finding is rejected; else ``incomplete`` if a decision is
+    undetermined (Monte-Carlo resolution) or a method failed; else ``pass``."""
+    deciding = [f for m in methods if m.status == "ok" for f in m.findings if f.counts]
+    rejected = [f for f in deciding if f.decision == "reject"]
+    undetermined = [f for f in deciding if f.decision == "undetermined"]
     failed = [m for m in methods if m.status == "failed"]
     reasons = [
-        f"{f.label}: {f.estimate:+.4g} (adjusted p={_p(f.adjusted_pvalue)})" for f in rejected
+        f"{f.label}: {f.estimate:+.4g}, {_what_rejected(f)} (adjusted p={_p(f.adjusted_pvalue)})"
+        for f in rejected
+    ]
+    reasons += [
+        f"{f.label}: undetermined at Monte-Carlo resolution ({f.null_hypothesis}; "
+        + _needed_words(f.resamples_needed).rstrip(".")
+        + ")"
+        for f in undetermined
     ]
     reasons += [f"{m.title} failed: {m.reason}" for m in failed]
-    n_tests = sum(1 for m in methods for f in m.findings if f.pvalue is not None)
+    n_tests = len(deciding)
+    n_tol = sum(1 for f in rejected if f.null_kind == "tolerance")
+    n_zero = sum(1 for f in rejected if f.null_kind == "zero")
+    n_other = len(rejected) - n_tol - n_zero
+    kinds = []
+    if n_tol:
+        kinds.append(f"{n_tol} beyond {'its' if n_tol == 1 else 'their'} tolerance")
+    if n_zero:
+        kinds.append(f"{n_zero} different from zero")
+    if n_other:
+        kinds.append(f"{n_other} against {'another null' if n_other == 1 else 'other nulls'}")
+    undet = f" {len(undetermined)} undetermined at Monte-Carlo resolution." if undetermined else ""
     if rejected:
         return Verdict(
             "fail",
-            f"{len(rejected)} of {n_tests} tests show a disparity beyond tolerance at α={alpha:g}.",
+            f"{len(rejected)} of {n_tests} tests reject their null at α={alpha:g} "
+            f"({', '.join(kinds)}).{undet}",
             reasons,
         )
-    if failed:
+    if undetermined or failed:
+        parts = []
+        if undetermined:
+            parts.append(
+                f"{len(undetermined)} test(s) undetermined at Monte-Carlo resolution (neither "
+                "rejected nor not rejected)"
+            )
+        if failed:
+            parts.append(f"{len(failed)} requested method(s) failed")
         return Verdict(
             "incomplete",
-            f"No test rejected, but {len(failed)} requested method(s) failed; the audit is "
-            "incomplete.",
+            f"No test rejected, but {' and '.join(parts)}; the audit is incomplete.",
             reasons,
         )
     return Verdict(
         "pass",
-        f"None of {n_tests} tests shows a disparity beyond tolerance at α={alpha:g} "
+        f"None of {n_tests} tests rejects its null at α={alpha:g} "
         "(absence of evidence, not proof of fairness).",
         reasons,
     )
@@ -102,6 +228,9 @@ def finalize_audit(
     metadata: dict[str, Any] | None = None,
     audit_id: str | None = None,
     warnings: list[str] | None = None,
+    gap_null: str = "tolerance",
+    resampling: ResamplingSettings | None = None,
+    resampler: Resampler | None = None,
 ) -> AuditResult:
     """Adjust p-values, take decisions, decide the verdict and wrap it all in an AuditResult.
 
@@ -109,7 +238,14 @@ def finalize_audit(
     and valid (:func:`fairengine.finding_keys.check_unique_keys`).
     """
     check_unique_keys(f for m in methods for f in m.findings)
-    apply_multiplicity(methods, alpha, multiplicity)
+    family = apply_decisions(
+        methods,
+        alpha,
+        multiplicity,
+        gap_null=gap_null,
+        settings=resampling,
+        resampler=resampler,
+    )
     return AuditResult(
         audit_id=audit_id or uuid.uuid4().hex[:12],
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -123,6 +259,19 @@ def finalize_audit(
         verdict=decide_verdict(methods, alpha),
         metadata=metadata or {},
         warnings=list(warnings or []),
+        decisions=DecisionRecord(
+            gap_null=gap_null,
+            resampling_risk=family.settings.risk,
+            max_resamples=family.settings.max_resamples,
+            growth=family.settings.growth,
+            n_tests=len(family.decisions),
+            n_rejected=family.count("reject"),
+            n_not_rejected=family.count("fail_to_reject"),
+            n_undetermined=family.count("undetermined"),
+            n_supporting=sum(1 for m in methods for f in m.findings if f.decision == "supporting"),
+            resamples_drawn=family.resamples_drawn,
+            looks=family.looks,
+        ),
     )
 
 

@@ -175,6 +175,39 @@ class CacheConfig:
     expiration_days: float = 30.0
 
 
+@dataclass
+class DecisionsConfig:
+    """How the audit decides (:mod:`fairengine.audit`, :mod:`fairengine.decisions`).
+
+    ``gap_null``: when a gap is tested both against a tolerance (group parity: |gap| ≤ τ) and
+    against zero (permutation tests, DeLong), which test decides: ``tolerance`` (default; the
+    other is shown as supporting evidence) or ``zero``. ``resampling_risk``: bound on the
+    probability that any Monte-Carlo decision differs from the decision on the exact p-values
+    (default 0.001). ``max_resamples``: the most resamples a Monte-Carlo test may reach when the
+    audit draws more to settle its decision (default 99,999); ``growth``: each further batch is
+    this many times the previous one (default 2).
+    """
+
+    gap_null: str = "tolerance"
+    resampling_risk: float = 1e-3
+    max_resamples: int = 99_999
+    growth: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.gap_null not in ("tolerance", "zero"):
+            raise ConfigError(
+                f"decisions.gap_null must be 'tolerance' or 'zero', got {self.gap_null!r}"
+            )
+        if not 0.0 < float(self.resampling_risk) < 1.0:
+            raise ConfigError(
+                f"decisions.resampling_risk must lie in (0, 1), got {self.resampling_risk!r}"
+            )
+        if int(self.max_resamples) < 1:
+            raise ConfigError(f"decisions.max_resamples must be >= 1, got {self.max_resamples!r}")
+        if not 1.0 < float(self.growth) <= 100.0:
+            raise ConfigError(f"decisions.growth must lie in (1, 100], got {self.growth!r}")
+
+
 RUNNER_KINDS = ("threads", "dask")
 
 
@@ -210,6 +243,7 @@ class AuditConfig:
     methods: MethodsConfig = field(default_factory=MethodsConfig)
     alpha: float = 0.05
     multiplicity: str = "holm"
+    decisions: DecisionsConfig = field(default_factory=DecisionsConfig)
     seed: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)

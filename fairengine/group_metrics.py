@@ -64,7 +64,7 @@ from fairengine.intervals import wald_interval, wilson_interval
 from fairengine.parity import comparison_rows, pair_comparisons
 from fairengine.parity import group_rates as parity_rates
 from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
-from fairengine.results import Finding, Interval, MethodResult
+from fairengine.results import Finding, Interval, MethodResult, gap_question
 from fairengine.scores import LABEL_AUC_REASON
 
 METHOD = "group_metrics"
@@ -626,7 +626,6 @@ def _audit_encoding(
     return det, findings
 
 
-
 def _name_token(enc: _Encoding, name: str) -> str:
     """Key token of an attribute or group name; for the intersection encoding, whose names join
     attribute (group) names with " & ", the tokens of the parts joined by ``_x_``."""
@@ -839,6 +838,12 @@ def _auc_outputs(
                         else None,
                         pvalue=p,
                         null_hypothesis="equal AUC in both groups",
+                        question=(
+                            gap_question("auc", enc.name, cats[a], cats[b])
+                            if enc.kind == "attribute"
+                            else None
+                        ),
+                        null_kind="zero",
                         reading=f"AUC of {cats[a]} minus {cats[b]} is {d:+.3f}."
                         + (
                             ""

@@ -41,7 +41,7 @@ from fairengine.rate_gap import (
     rate_ratios,
     round_half_up,
 )
-from fairengine.results import Finding, Interval, MethodResult
+from fairengine.results import Finding, Interval, MethodResult, gap_question
 
 METHOD = "group_parity"
 TITLE = "Demographic parity and equalized odds"
@@ -289,6 +289,8 @@ def group_parity(
                         ),
                         null_hypothesis=f"|gap| ≤ {tolerance:g}",
                         reading=words + ("." if reason is None else f"; not tested: {reason}."),
+                        question=gap_question(name, attr, cats[a], cats[b]),
+                        null_kind="tolerance" if tolerance > 0 else "zero",
                     )
                 )
     return MethodResult(

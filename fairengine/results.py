@@ -22,7 +22,11 @@ import numpy as np
 
 from fairengine.finding_keys import FindingKeyError, flat_names
 
-Decision = Literal["reject", "fail_to_reject", "not_tested"]
+Decision = Literal["reject", "fail_to_reject", "undetermined", "supporting", "not_tested"]
+"""``reject``/``fail_to_reject``: the audit's decision on the adjusted p-value; ``undetermined``:
+a Monte-Carlo p-value whose decision the resamples could not settle (never read as "not
+rejected"); ``supporting``: tested, but another finding answers the same question (``decided_by``)
+and only that one counts in the verdict; ``not_tested``: no p-value."""
 MethodStatus = Literal["ok", "failed", "not_run"]
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 
@@ -98,6 +102,32 @@ class Interval:
         )
 
 
+def gap_question(metric: str, attribute: str, group_a: str, group_b: str) -> str:
+    """The identity of the question "how does ``metric`` differ between two groups": findings of
+    different methods with the same question are answered by one deciding test
+    (:func:`fairengine.audit.assign_questions`). ``metric`` uses the canonical rate names
+    (``positive_rate``, ``tpr``, ``fpr``, ``auc``, …); groups in the dataset's category order."""
+    return json.dumps([metric, str(attribute), str(group_a), str(group_b)], ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ResamplingPart:
+    """One Monte-Carlo estimate behind a p-value: ``exceedances`` S of ``resamples`` n resampled
+    statistics at least as extreme as the observed one, so p̂ = (S + 1)/(n + 1). ``name`` says
+    which null was resampled (``permutation``, ``self-map``)."""
+
+    name: str
+    exceedances: int
+    resamples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "exceedances": self.exceedances, "resamples": self.resamples}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ResamplingPart:
+        return cls(str(d["name"]), int(d["exceedances"]), int(d["resamples"]))
+
+
 @dataclass
 class Finding:
     """One estimated quantity: estimate, interval, and (when tested) p-values and decision.
@@ -106,6 +136,14 @@ class Finding:
     human-readable name; ``reading`` is a one-line plain-language reading for the verdict table.
     ``adjusted_pvalue`` is filled by the audit's multiplicity adjustment and ``decision`` is taken
     on it (``reject`` means the null hypothesis ``null_hypothesis`` is rejected at ``alpha``).
+
+    ``resampling`` lists the Monte-Carlo estimates behind a resampling p-value (empty for an exact
+    one; p = max over the parts); the audit may draw more, and then records the final counts,
+    the Monte-Carlo interval ``pvalue_bounds`` of the ideal p-value and, for an ``undetermined``
+    decision, ``resamples_needed`` (:mod:`fairengine.decisions`). ``question`` names the quantity
+    tested (``tpr.sex.female_male``) and ``null_kind`` the kind of null (``tolerance``: |gap| ≤
+    τ; ``zero``: no difference); findings answering the same question get one deciding test, the
+    others are ``supporting`` with ``decided_by`` naming it.
     """
 
     key: str
@@ -117,10 +155,21 @@ class Finding:
     null_hypothesis: str = ""
     decision: Decision = "not_tested"
     reading: str = ""
+    resampling: list[ResamplingPart] = field(default_factory=list)
+    pvalue_bounds: tuple[float, float] | None = None
+    resamples_needed: float | None = None
+    question: str | None = None
+    null_kind: str = ""
+    decided_by: str | None = None
 
     @property
     def tested(self) -> bool:
         return self.pvalue is not None
+
+    @property
+    def counts(self) -> bool:
+        """Whether this finding's decision counts in the verdict (tested and not supporting)."""
+        return self.pvalue is not None and self.decision != "supporting"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +182,16 @@ class Finding:
             "null_hypothesis": self.null_hypothesis,
             "decision": self.decision,
             "reading": self.reading,
+            "resampling": [p.to_dict() for p in self.resampling],
+            "pvalue_bounds": (
+                None
+                if self.pvalue_bounds is None
+                else [encode_float(v) for v in self.pvalue_bounds]
+            ),
+            "resamples_needed": encode_float(self.resamples_needed),
+            "question": self.question,
+            "null_kind": self.null_kind,
+            "decided_by": self.decided_by,
         }
 
     @classmethod
@@ -147,6 +206,19 @@ class Finding:
             null_hypothesis=d.get("null_hypothesis", ""),
             decision=d.get("decision", "not_tested"),
             reading=d.get("reading", ""),
+            resampling=[ResamplingPart.from_dict(p) for p in d.get("resampling") or []],
+            pvalue_bounds=(
+                None
+                if d.get("pvalue_bounds") is None
+                else (
+                    float(decode_float(d["pvalue_bounds"][0])),  # type: ignore[arg-type]
+                    float(decode_float(d["pvalue_bounds"][1])),  # type: ignore[arg-type]
+                )
+            ),
+            resamples_needed=decode_float(d.get("resamples_needed")),
+            question=d.get("question"),
+            null_kind=d.get("null_kind", ""),
+            decided_by=d.get("decided_by"),
         )
 
 
@@ -272,6 +344,32 @@ class Verdict:
 
 
 @dataclass
+class DecisionRecord:
+    """How the audit's decisions were taken (:func:`fairengine.audit.apply_decisions`): which
+    null decides a gap, the resampling settings, and the counts behind the verdict."""
+
+    gap_null: str = "tolerance"
+    resampling_risk: float = 1e-3
+    max_resamples: int = 99_999
+    growth: float = 2.0
+    n_tests: int = 0
+    n_rejected: int = 0
+    n_not_rejected: int = 0
+    n_undetermined: int = 0
+    n_supporting: int = 0
+    resamples_drawn: int = 0
+    looks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DecisionRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
 class AuditResult:
     """Everything one audit produced: config, data/model identity, validation, methods, verdict."""
 
@@ -289,6 +387,7 @@ class AuditResult:
     warnings: list[str] = field(default_factory=list)
     """Input warnings a reader must see next to the verdict (data cleaning applied, score
     source caveats, ...); each is one sentence naming the column or setting."""
+    decisions: DecisionRecord | None = None
 
     def method(self, name: str) -> MethodResult:
         """The result of method ``name``; raises ``KeyError`` naming the available ones."""
@@ -315,6 +414,7 @@ class AuditResult:
             "verdict": self.verdict.to_dict(),
             "metadata": to_jsonable(self.metadata),
             "warnings": list(self.warnings),
+            "decisions": self.decisions.to_dict() if self.decisions else None,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -335,6 +435,7 @@ class AuditResult:
             verdict=Verdict.from_dict(d["verdict"]),
             metadata=d.get("metadata", {}),
             warnings=list(d.get("warnings", [])),
+            decisions=DecisionRecord.from_dict(d["decisions"]) if d.get("decisions") else None,
         )
 
     @classmethod

@@ -22,7 +22,9 @@ from prefect.cache_policies import NO_CACHE
 from fairengine import progress
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
+from fairengine.decisions import ResamplingSettings
 from fairengine.errors import ResultLoggingError
+from fairengine.permutation.method import PermutationResampler
 from fairengine.results import AuditResult
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
@@ -79,8 +81,14 @@ def package_versions() -> dict[str, str]:
 
 @task(name="assemble-audit", cache_policy=NO_CACHE)
 def assemble_audit(**kwargs: Any) -> AuditResult:
-    """Multiplicity adjustment, decisions and verdict (:func:`fairengine.audit.finalize_audit`)."""
+    """One decision per question, the family's decisions (more permutations drawn where a
+    Monte-Carlo decision is open) and the verdict (:func:`fairengine.audit.finalize_audit`)."""
+    start = time.perf_counter()
+    progress.report("decide", "started")
     result = finalize_audit(**kwargs)
+    seconds = time.perf_counter() - start
+    result.metadata.setdefault("timings", {})["decide"] = round(seconds, 4)
+    progress.report("decide", f"finished in {seconds:.1f} s")
     get_run_logger().info("Verdict: %s - %s", result.verdict.status.upper(), result.verdict.summary)
     return result
 
@@ -146,6 +154,13 @@ def audit_flow(
         methods=methods,
         alpha=cfg.alpha,
         multiplicity=cfg.multiplicity,
+        gap_null=cfg.decisions.gap_null,
+        resampling=ResamplingSettings(
+            risk=cfg.decisions.resampling_risk,
+            growth=cfg.decisions.growth,
+            max_resamples=cfg.decisions.max_resamples,
+        ),
+        resampler=PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
         warnings=input_warnings,
         metadata={
             "versions": package_versions(),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,8 +85,12 @@ VERDICT_LABELS: dict[str, tuple[str, str]] = {  # status -> (word, symbol)
 DECISION_LABELS: dict[str, str] = {
     "reject": "Rejected",
     "fail_to_reject": "Not rejected",
+    "undetermined": "Undetermined (Monte-Carlo resolution)",
+    "supporting": "Supporting evidence",
     "not_tested": "Not tested",
 }
+#: Verdict-table order: rejections, then undetermined, then the rest.
+DECISION_ORDER: dict[str, int] = {"reject": 0, "undetermined": 1, "fail_to_reject": 2}
 GROUP_RATES: tuple[str, ...] = ("positive_rate", "tpr", "fpr")
 
 log = logging.getLogger(__name__)
@@ -117,7 +122,18 @@ def finding_view(f: dict[str, Any]) -> dict[str, Any]:
         "decision_label": DECISION_LABELS.get(decision, str(decision)),
         "reading": f.get("reading") or "",
         "tested": f.get("pvalue") is not None,
+        "counts": f.get("pvalue") is not None and decision != "supporting",
+        "resamples": resampling_note(f),
     }
+
+
+def resampling_note(f: dict[str, Any]) -> str:
+    """``"1,999 permutation + 49 self-map resamples"`` for a Monte-Carlo p-value (its interval
+    and the resamples that would settle it are in the reading); empty for an exact one."""
+    parts = f.get("resampling") or []
+    if not parts:
+        return ""
+    return " + ".join(f"{int(p['resamples']):,} {p['name']}" for p in parts) + " resamples"
 
 
 def group_parity_view(method: dict[str, Any]) -> dict[str, Any]:
@@ -1031,8 +1047,10 @@ def report_context(result: AuditResult) -> dict[str, Any]:
     d = result.to_dict()
     methods = [method_view(m, i) for i, m in enumerate(d["methods"])]
     ran = [m for m in methods if m["status"] == "ok"]
-    verdict_rows = [f for m in ran for f in m["findings"] if f["tested"]]
-    verdict_rows.sort(key=lambda f: f["decision"] != "reject")  # stable: rejections first
+    verdict_rows = [f for m in ran for f in m["findings"] if f["counts"]]
+    verdict_rows.sort(key=lambda f: DECISION_ORDER.get(f["decision"], 3))  # stable
+    supporting_rows = [f for m in ran for f in m["findings"] if f["decision"] == "supporting"]
+    decisions = d.get("decisions") or {}
     untested = sum(len(m["findings"]) - m["n_tested"] for m in ran)
     model = d.get("model") or {}
     dataset = d.get("dataset") or {}
@@ -1052,6 +1070,11 @@ def report_context(result: AuditResult) -> dict[str, Any]:
         "alpha": fmt_value(d.get("alpha")),
         "adjustment": multiplicity_label(str(d.get("multiplicity"))),
         "verdict_rows": verdict_rows,
+        "supporting_rows": supporting_rows,
+        "n_undetermined": sum(1 for f in verdict_rows if f["decision"] == "undetermined"),
+        "gap_null": str(decisions.get("gap_null", "tolerance")),
+        "resampling_risk": fmt_value(decisions.get("resampling_risk", 1e-3)),
+        "resamples_drawn": f"{int(decisions.get('resamples_drawn', 0)):,}",
         "n_untested": untested,
         "methods": methods,
         "validation": validation_view(d.get("validation")),

@@ -845,3 +845,57 @@ def test_input_warnings_are_shown_in_the_verdict_banner_before_the_reasons(
     if audit.verdict.reasons:
         assert banner.index("Input warnings") < banner.index('class="reasons"')
     assert "Input warnings" not in render_report(audit)
+
+
+def test_undetermined_and_supporting_findings_are_shown_as_such() -> None:
+    """An undetermined Monte-Carlo test reads 'Undetermined', never 'Not rejected'; a supporting
+    test is in its own collapsed table and not counted among the deciding tests."""
+    from fairengine.audit import finalize_audit
+    from fairengine.results import ResamplingPart, gap_question
+
+    q = gap_question("tpr", "sex", "f", "m")
+    tol = Finding(
+        "tpr_gap.sex.f_m",
+        "TPR gap, sex: f − m",
+        0.02,
+        pvalue=0.8,
+        null_hypothesis="|gap| ≤ 0.05",
+        question=q,
+        null_kind="tolerance",
+    )
+    zero = Finding(
+        "perm_tpr.sex.f_m",
+        "TPR difference, sex: f − m",
+        0.02,
+        pvalue=0.0005,
+        null_hypothesis="tpr(f) = tpr(m)",
+        question=q,
+        null_kind="zero",
+        resampling=[ResamplingPart("permutation", 0, 1999)],
+    )
+    flip = Finding(
+        "fliptest_pos.sex.f_m",
+        "FlipTest F+ rate, sex: f -> m",
+        0.425,
+        pvalue=0.05,
+        null_hypothesis="flipset no larger than map noise",
+        resampling=[ResamplingPart("permutation", 0, 39), ResamplingPart("self-map", 0, 19)],
+    )
+    methods = [
+        MethodResult("group_parity", "Group parity", findings=[tol]),
+        MethodResult("permutation_tests", "Permutation tests", findings=[zero]),
+        MethodResult("fliptest", "FlipTest", findings=[flip]),
+    ]
+    result = finalize_audit(config={}, dataset={}, model={}, validation=None, methods=methods)
+    assert flip.decision == "undetermined" and zero.decision == "supporting"
+    assert result.verdict.status == "incomplete" and "undetermined" in result.verdict.summary
+    html = render_report(result)
+    ctx = report_context(result)
+    assert [f["key"] for f in ctx["verdict_rows"]] == [flip.key, tol.key]  # undetermined first
+    assert [f["key"] for f in ctx["supporting_rows"]] == [zero.key]
+    assert "badge-undetermined" in html and "Undetermined (Monte-Carlo resolution)" in html
+    assert "39 permutation + 19 self-map resamples" in html
+    assert '<details class="supporting">' in html and "1 supporting test(s)" in html
+    assert "would settle it" in html
+    row = html[html.index(flip.key) :].split("</tr>")[0]
+    assert "Not rejected" not in row

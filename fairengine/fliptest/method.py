@@ -554,6 +554,7 @@ def _run_pair(
                     interval=Interval(ci.low, ci.high, config.confidence_level, "bootstrap refits"),
                     pvalue=None if np.isnan(t.pvalue) else t.pvalue,
                     null_hypothesis=NULL_HYPOTHESIS,
+                    resampling=t.resampling_parts(),
                     reading=(
                         f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
                         + (

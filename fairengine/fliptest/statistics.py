@@ -51,6 +51,7 @@ from fairengine.fliptest.transparency import (
     transparency_report,
     transparency_vectors,
 )
+from fairengine.results import ResamplingPart
 from fairengine.transport._base import TransportMap
 from fairengine.transport.entropic import EntropicMap
 from fairengine.transport.entropic_batch import reweighted_refits, split_refits
@@ -108,6 +109,19 @@ class FlipsetTest:
     def excess(self) -> float:
         """Observed count minus the (larger) null mean count."""
         return self.count - self.null_mean * self.n
+
+    def resampling_parts(self) -> list[ResamplingPart]:
+        """The two Monte-Carlo nulls behind ``pvalue`` as exceedance counts (S of n refits with
+        a rate ≥ the observed one), for the audit's sequential decisions."""
+        out = []
+        for name, null in (
+            ("permutation", self.null_distribution),
+            ("self-map", self.selfmap_distribution),
+        ):
+            if len(null):
+                s = int(np.sum(np.asarray(null) >= self.statistic - 1e-12))
+                out.append(ResamplingPart(name, s, len(null)))
+        return out
 
     def minimum_detectable(self, alpha: float = 0.05) -> float:
         """Smallest rate that would reject at ``alpha``: the larger null (1 − α) quantile."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,8 @@ from fairengine.permutation.config import (
     planned_permutation_tests,
 )
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
-from fairengine.permutation.two_group import permutation_test
-from fairengine.results import Finding, Interval, MethodResult
+from fairengine.permutation.two_group import PermutationTestResult, permutation_test
+from fairengine.results import Finding, Interval, MethodResult, ResamplingPart, gap_question
 from fairengine.scores import LABEL_AUC_REASON
 
 METHOD = "permutation_tests"
@@ -63,6 +64,141 @@ def _null_words(metric: str, a: str, b: str, alternative: str) -> str:
     return f"{metric}({a}) {rel} {metric}({b})"
 
 
+@dataclass(frozen=True)
+class PlannedTest:
+    """One (attribute, metric, pair of groups) test of the method, in the method's order."""
+
+    index: int
+    attribute: str
+    metric_name: str
+    metric: Any
+    a: int
+    b: int
+    group_a: str
+    group_b: str
+    key: str
+    metric_key: str
+
+    @property
+    def where(self) -> dict[str, Any]:
+        return {
+            "attribute": self.attribute,
+            "group_a": self.group_a,
+            "group_b": self.group_b,
+            "metric": self.metric_name,
+            "key": self.key,
+        }
+
+
+def _attributes(dataset: AuditDataset, config: PermutationConfig) -> list[str]:
+    attrs = list(dataset.groups) if config.attributes is None else list(config.attributes)
+    unknown = [a for a in attrs if a not in dataset.groups]
+    if unknown:
+        raise ConfigError(
+            f"{WHERE}.attributes {unknown} are not protected attributes of the dataset "
+            f"({list(dataset.groups)})"
+        )
+    return attrs
+
+
+def planned_tests(dataset: AuditDataset, config: PermutationConfig) -> list[PlannedTest]:
+    """Every test of the method in order (attribute, metric, pair), with its stream index."""
+    customs = {n: load_custom_metric(n, t) for n, t in config.custom_metrics.items()}
+    out: list[PlannedTest] = []
+    for attr in _attributes(dataset, config):
+        cats = dataset.groups[attr].categories
+        for metric_name in config.metrics:
+            metric_key = ALIASES.get(metric_name, metric_name)
+            metric: Any = customs.get(metric_name, metric_key)
+            for a in range(len(cats)):
+                for b in range(a + 1, len(cats)):
+                    key = (
+                        f"perm_{part_token(metric_name)}.{part_token(attr)}."
+                        f"{pair_token(cats[a], cats[b])}"
+                    )
+                    out.append(
+                        PlannedTest(
+                            len(out),
+                            attr,
+                            metric_name,
+                            metric,
+                            a,
+                            b,
+                            cats[a],
+                            cats[b],
+                            key,
+                            metric_key,
+                        )
+                    )
+    return out
+
+
+def _skip_reason(dataset: AuditDataset, test: PlannedTest) -> str | None:
+    if test.metric_key == "auc" and dataset.score_type == "label":
+        return f"{test.key}: skipped, AUC {LABEL_AUC_REASON}"
+    if test.metric_key == "auc" and dataset.weights is not None:
+        return f"{test.key}: skipped, the AUC permutation test does not support sample weights"
+    return None
+
+
+def _run_test(
+    dataset: AuditDataset,
+    config: PermutationConfig,
+    test: PlannedTest,
+    n_permutations: int,
+    rng: np.random.Generator,
+) -> PermutationTestResult:
+    prediction = dataset.require_scores("permutation tests")
+    probability = dataset.probability
+    enc = dataset.groups[test.attribute]
+    rows = (enc.codes == test.a) | (enc.codes == test.b)
+    w = dataset.weights
+    return permutation_test(
+        dataset.label[rows],
+        prediction[rows],
+        enc.codes[rows] == test.a,
+        metric=test.metric,
+        probability=None if probability is None else probability[rows],
+        weights=None if w is None else w[rows],
+        n_permutations=int(n_permutations),
+        alternative=config.alternative,
+        studentize=config.studentize,
+        scheme=config.scheme,
+        confidence_level=config.confidence_level,
+        n_bootstrap=int(config.n_bootstrap),
+        min_group_size=int(config.min_group_size),
+        seed=rng,
+        backend=config.backend,
+        device=config.device,
+        group_names=(f"{test.attribute}={test.group_a}", f"{test.attribute}={test.group_b}"),
+    )
+
+
+class PermutationResampler:
+    """Draws more permutations for this method's tests (a :class:`fairengine.decisions.Resampler`).
+
+    Test i's further batches draw from ``SeedSequence(seed, spawn_key=(i, start))``, where
+    ``start`` is the number of permutations it already has: independent of its first
+    ``SeedSequence(seed, spawn_key=(i,))`` stream and of each other, and reproducible.
+    """
+
+    def __init__(self, dataset: AuditDataset, config: PermutationConfig, *, seed: int = 0):
+        self.dataset = dataset
+        self.config = config
+        self.seed = int(seed)
+        self._tests = {t.key: t for t in planned_tests(dataset, config)}
+
+    def can_extend(self, key: str) -> bool:
+        return self.config.enabled and key in self._tests
+
+    def draw(self, key: str, part: str, start: int, batch: int) -> int:
+        test = self._tests[key]
+        ss = np.random.SeedSequence(self.seed, spawn_key=(test.index, int(start)))
+        progress.report(METHOD, f"more permutations for {key}: {start:,} -> {start + batch:,}")
+        res = _run_test(self.dataset, self.config, test, batch, np.random.default_rng(ss))
+        return int(res.n_extreme)
+
+
 def run_permutation_tests(
     dataset: AuditDataset, config: PermutationConfig, *, seed: int = 0
 ) -> MethodResult:
@@ -72,139 +208,92 @@ def run_permutation_tests(
     ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, so runs are reproducible. A test that
     cannot be run (a group below ``min_group_size``, a metric undefined in a group, a custom
     metric that raises, AUC with sample weights) is skipped with a warning and reported in the
-    details.
+    details. Each finding carries its exceedance count, so the audit can draw more permutations
+    (:class:`PermutationResampler`) where its decision is open.
     """
     start = time.perf_counter()
     if not config.enabled:
         return MethodResult(
             method=METHOD, title=TITLE, status="not_run", reason="disabled in the configuration"
         )
-    prediction = dataset.require_scores("permutation tests")
-    probability = dataset.probability
-    attrs = list(dataset.groups) if config.attributes is None else list(config.attributes)
-    unknown = [a for a in attrs if a not in dataset.groups]
-    if unknown:
-        raise ConfigError(
-            f"{WHERE}.attributes {unknown} are not protected attributes of the dataset "
-            f"({list(dataset.groups)})"
-        )
+    dataset.require_scores("permutation tests")
+    attrs = _attributes(dataset, config)
     levels = {a: dataset.groups[a].n_groups for a in attrs}
     too_many = permutation_bound_problem(config, levels)
     if too_many:
         raise ConfigError(too_many)
     n_tests = planned_permutation_tests(config, levels)
-    customs = {n: load_custom_metric(n, t) for n, t in config.custom_metrics.items()}
-    y = dataset.label
-    w = dataset.weights
     findings: list[Finding] = []
     warnings: list[str] = []
     tests: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    test_index = 0
-    for attr in attrs:
-        enc = dataset.groups[attr]
-        cats = enc.categories
-        for metric_name in config.metrics:
-            metric_key = ALIASES.get(metric_name, metric_name)
-            metric: Any = customs.get(metric_name, metric_key)
-            human = _LABELS.get(metric_key, metric_name)
-            for a in range(len(cats)):
-                for b in range(a + 1, len(cats)):
-                    ss = np.random.SeedSequence(seed, spawn_key=(test_index,))
-                    progress.report(METHOD, "tests", test_index, n_tests)
-                    test_index += 1
-                    rows = (enc.codes == a) | (enc.codes == b)
-                    key = (
-                        f"perm_{part_token(metric_name)}.{part_token(attr)}."
-                        f"{pair_token(cats[a], cats[b])}"
-                    )
-                    where = {
-                        "attribute": attr,
-                        "group_a": cats[a],
-                        "group_b": cats[b],
-                        "metric": metric_name,
-                        "key": key,
-                    }
-                    if metric_key == "auc" and dataset.score_type == "label":
-                        msg = f"{key}: skipped, AUC {LABEL_AUC_REASON}"
-                        warnings.append(msg)
-                        skipped.append({**where, "reason": msg})
-                        continue
-                    if metric_key == "auc" and w is not None:
-                        msg = (
-                            f"{key}: skipped, the AUC permutation test does not support "
-                            "sample weights"
-                        )
-                        warnings.append(msg)
-                        skipped.append({**where, "reason": msg})
-                        continue
-                    try:
-                        res = permutation_test(
-                            y[rows],
-                            prediction[rows],
-                            enc.codes[rows] == a,
-                            metric=metric,
-                            probability=None if probability is None else probability[rows],
-                            weights=None if w is None else w[rows],
-                            n_permutations=int(config.n_permutations),
-                            alternative=config.alternative,
-                            studentize=config.studentize,
-                            scheme=config.scheme,
-                            confidence_level=config.confidence_level,
-                            n_bootstrap=int(config.n_bootstrap),
-                            min_group_size=int(config.min_group_size),
-                            seed=np.random.default_rng(ss),
-                            backend=config.backend,
-                            device=config.device,
-                            group_names=(f"{attr}={cats[a]}", f"{attr}={cats[b]}"),
-                        )
-                    except DataContractError as exc:
-                        msg = f"{key}: not tested: {exc}"
-                        warnings.append(msg)
-                        skipped.append({**where, "reason": str(exc)})
-                        continue
-                    if not np.isfinite(res.pvalue):
-                        msg = (
-                            f"{key}: not tested: the observed statistic is undefined "
-                            "(zero bootstrap standard deviation)"
-                        )
-                        warnings.append(msg)
-                        skipped.append({**where, "reason": msg})
-                        continue
-                    ci = res.confidence_interval()
-                    findings.append(
-                        Finding(
-                            key=key,
-                            label=f"{human} difference, {attr}: {cats[a]} − {cats[b]}",
-                            estimate=res.difference,
-                            interval=Interval(ci.low, ci.high, ci.level, ci.method),
-                            pvalue=res.pvalue,
-                            null_hypothesis=_null_words(
-                                metric_name, cats[a], cats[b], config.alternative
-                            ),
-                            reading=(
-                                f"{human} of {attr}={cats[a]} minus {attr}={cats[b]} is "
-                                f"{res.difference:+.4f} ({res.value_a:.4f} vs {res.value_b:.4f}; "
-                                f"{config.confidence_level:.0%} CI {ci.low:+.4f} to "
-                                f"{ci.high:+.4f}); {_STUDENTIZE_WORDS[config.studentize]} "
-                                f"p={res.pvalue:.4g} (Monte-Carlo ±{res.pvalue_se:.2g}, "
-                                f"{res.n_permutations} permutations)."
-                            ),
-                        )
-                    )
-                    if res.n_undefined:
-                        warnings.append(
-                            f"{key}: {res.n_undefined} of {res.n_permutations} permuted "
-                            "statistics were undefined (a pseudo-group without the rows the "
-                            "metric conditions on) and were counted as extreme (conservative)"
-                        )
-                    tests.append(
-                        {
-                            **where,
-                            **res.to_dict(histogram_bins=config.histogram_bins),
-                            "pvalue_interval_level": 0.95,
-                        }
-                    )
+    for test in planned_tests(dataset, config):
+        progress.report(METHOD, "tests", test.index, n_tests)
+        key, where = test.key, test.where
+        attr, human = test.attribute, _LABELS.get(test.metric_key, test.metric_name)
+        ga, gb = test.group_a, test.group_b
+        reason = _skip_reason(dataset, test)
+        if reason is not None:
+            warnings.append(reason)
+            skipped.append({**where, "reason": reason})
+            continue
+        ss = np.random.SeedSequence(seed, spawn_key=(test.index,))
+        try:
+            res = _run_test(
+                dataset, config, test, int(config.n_permutations), np.random.default_rng(ss)
+            )
+        except DataContractError as exc:
+            msg = f"{key}: not tested: {exc}"
+            warnings.append(msg)
+            skipped.append({**where, "reason": str(exc)})
+            continue
+        if not np.isfinite(res.pvalue):
+            msg = (
+                f"{key}: not tested: the observed statistic is undefined "
+                "(zero bootstrap standard deviation)"
+            )
+            warnings.append(msg)
+            skipped.append({**where, "reason": msg})
+            continue
+        ci = res.confidence_interval()
+        findings.append(
+            Finding(
+                key=key,
+                label=f"{human} difference, {attr}: {ga} − {gb}",
+                estimate=res.difference,
+                interval=Interval(ci.low, ci.high, ci.level, ci.method),
+                pvalue=res.pvalue,
+                null_hypothesis=_null_words(test.metric_name, ga, gb, config.alternative),
+                reading=(
+                    f"{human} of {attr}={ga} minus {attr}={gb} is "
+                    f"{res.difference:+.4f} ({res.value_a:.4f} vs {res.value_b:.4f}; "
+                    f"{config.confidence_level:.0%} CI {ci.low:+.4f} to "
+                    f"{ci.high:+.4f}); {_STUDENTIZE_WORDS[config.studentize]} "
+                    f"p={res.pvalue:.4g} ({res.n_extreme} of {res.n_permutations} "
+                    "permuted statistics as extreme)."
+                ),
+                resampling=[ResamplingPart("permutation", res.n_extreme, res.n_permutations)],
+                question=(
+                    gap_question(test.metric_key, attr, ga, gb)
+                    if config.alternative == "two-sided"
+                    else None
+                ),
+                null_kind="zero",
+            )
+        )
+        if res.n_undefined:
+            warnings.append(
+                f"{key}: {res.n_undefined} of {res.n_permutations} permuted "
+                "statistics were undefined (a pseudo-group without the rows the "
+                "metric conditions on) and were counted as extreme (conservative)"
+            )
+        tests.append(
+            {
+                **where,
+                **res.to_dict(histogram_bins=config.histogram_bins),
+                "pvalue_interval_level": 0.95,
+            }
+        )
     raw = [t["pvalue"] for t in tests]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
     for t, p in zip(tests, adjusted, strict=True):

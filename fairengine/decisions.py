@@ -1,0 +1,360 @@
+r"""The audit's decisions: one family, exact and Monte-Carlo p-values, and an honest third state.
+
+Every deciding finding of an audit is one test of one family, adjusted by the audit's procedure
+(Holm, Benjamini–Hochberg or none; :mod:`fairengine.multiplicity`) at level α. Some p-values are
+exact functions of the data (Wald, score-interval inversion, Bayesian tail areas); others are
+Monte-Carlo estimates from resamples (permutation tests, FlipTest's null refits). A resampling
+p-value p̂ = (S + 1)/(n + 1) estimates the *ideal* p-value p = P(T* ≥ t_obs); with a fixed n it
+can never go below 1/(n + 1), so after a Holm adjustment strong evidence can read "not rejected"
+merely because n was small, and a p-value near its threshold lands on either side by noise.
+
+This module decides the whole family with MMCTest (Gandy & Hahn 2014, 2016; the sequential
+engine of :mod:`fairengine.sequential_mc`), extended to a *mixed* family:
+
+* **Intervals.** An exact p-value is the point interval [p, p]. A Monte-Carlo p-value made of
+  parts k (a FlipTest rate is tested against two nulls and p = max(p_perm, p_self)) has, per
+  part, the Clopper–Pearson interval [L_k, U_k] of its S_k exceedances in n_k resamples, and the
+  test's interval is [max_k L_k, max_k U_k] (max is monotone).
+* **Error spending.** With M Monte-Carlo parts in the family and risk ε, part k spends ε/M over
+  its looks: look j, at n_(j) resamples, has error (ε/M)(ρ(n_(j)) − ρ(n_(j−1)))/ρ(n_(J)),
+  ρ(n) = n/(n + k_ρ), where n_(1) is the resamples the method drew itself and the later looks
+  grow geometrically (``growth``) up to the cap n_(J) (``max_resamples``; n_(J) = n_(1) for a part
+  that cannot draw more). The schedule is fixed before any data is seen, so by the union bound
+  every interval ever computed covers its p with probability ≥ 1 − ε, under any dependence
+  between tests. Intervals are intersected across looks (nested).
+* **Classification.** h(q) = {i : adjusted_i(q) ≤ α}. Holm and BH are monotone, so on the
+  coverage event h(U) ⊆ h(p) ⊆ h(L): tests in h(U) are **reject**, tests outside h(L) are
+  **fail_to_reject**, and the others are open. Open tests whose parts can draw more resamples
+  get their next batch; the loop ends when nothing open can draw more. Hence
+  P(any reject/fail_to_reject differs from the decision on the ideal p-values) ≤ ε.
+* **Undetermined.** A test still open at the end is **undetermined (Monte-Carlo resolution)**,
+  never "not rejected": the data may hold strong evidence the resamples could not resolve. It
+  comes with the resamples that would settle it (a plug-in estimate:
+  :func:`fairengine.sequential_mc.resamples_to_settle` at its critical value, the other tests at
+  their estimates).
+
+The point p-values shown beside the decisions are the exact p-values and p̂ = max_k
+(S_k + 1)/(n_k + 1); their adjusted values use the same procedure. A decision is taken on the
+intervals, so a Monte-Carlo test can show an adjusted p̂ ≤ α and still be undetermined.
+
+References: Gandy, A. & Hahn, G. (2014) MMCTest — a safe algorithm for implementing multiple
+Monte Carlo tests. Scand. J. Stat. 41:1083-1101. Gandy, A. & Hahn, G. (2016) A framework for
+Monte Carlo based multiple testing. Scand. J. Stat. 43:1046-1063. Hahn, G. (2018) On the expected
+runtime of multiple testing algorithms with bounded error. arXiv:1807.10801.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from fairengine.errors import FairEngineError
+from fairengine.multiplicity import METHODS, adjust_pvalues
+from fairengine.results import ResamplingPart as MonteCarloPart
+from fairengine.sequential_mc import (
+    clopper_pearson,
+    critical_values,
+    rejected_by,
+    resamples_to_settle,
+)
+
+FamilyDecision = Literal["reject", "fail_to_reject", "undetermined"]
+
+
+class DecisionSettingsError(FairEngineError):
+    """Invalid decision settings (names the setting and what was expected)."""
+
+
+@dataclass(frozen=True)
+class ResamplingSettings:
+    """How Monte-Carlo p-values are decided (config section ``decisions``).
+
+    ``risk``: ε, the bound on the probability that any settled decision differs from the one the
+    procedure takes on the ideal p-values (default 1e-3). ``growth``: each further batch of a test
+    is ``growth`` times the previous one (first further batch = the resamples the method drew).
+    ``max_resamples``: the most resamples one test may reach by drawing more (the cap).
+    ``spending_k``: k of ρ(n) = n/(n + k) (1000, as in Gandy & Hahn's ``simctest``).
+    """
+
+    risk: float = 1e-3
+    growth: float = 2.0
+    max_resamples: int = 99_999
+    spending_k: float = 1000.0
+
+    def __post_init__(self) -> None:
+        r = self.risk
+        if isinstance(r, bool) or not isinstance(r, int | float) or not 0.0 < float(r) < 1.0:
+            raise DecisionSettingsError(f"decisions.resampling_risk must lie in (0, 1), got {r!r}")
+        g = self.growth
+        if isinstance(g, bool) or not isinstance(g, int | float) or not 1.0 < float(g) <= 100.0:
+            raise DecisionSettingsError(f"decisions.growth must lie in (1, 100], got {g!r}")
+        c = self.max_resamples
+        if isinstance(c, bool) or not isinstance(c, int | np.integer) or c < 1:
+            raise DecisionSettingsError(
+                f"decisions.max_resamples must be an integer >= 1, got {c!r}"
+            )
+        k = self.spending_k
+        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 < k < math.inf:
+            raise DecisionSettingsError(f"decisions.spending_k must be a number > 0, got {k!r}")
+
+    def schedule(self, first: int, can_extend: bool) -> np.ndarray:
+        """Cumulative resamples n_(1) = ``first`` < … < n_(J) of one part (fixed in advance)."""
+        if not can_extend or first >= self.max_resamples:
+            return np.asarray([first], dtype=np.int64)
+        totals = [first]
+        batch = float(first)
+        while totals[-1] < self.max_resamples:
+            batch *= self.growth
+            totals.append(min(self.max_resamples, totals[-1] + max(1, round(batch))))
+        return np.asarray(totals, dtype=np.int64)
+
+    def look_errors(self, schedule: np.ndarray, n_parts: int) -> np.ndarray:
+        """Error spent at each look: (ε/M)(ρ(n_(j)) − ρ(n_(j−1)))/ρ(n_(J))."""
+        n = schedule.astype(np.float64)
+        rho = n / (n + self.spending_k)
+        return (self.risk / n_parts) * np.diff(np.r_[0.0, rho]) / rho[-1]
+
+
+@dataclass(frozen=True)
+class FamilyTest:
+    """One test of the family: an exact ``pvalue``, or Monte-Carlo ``parts`` (p = max of parts).
+
+    ``key`` names the test for :class:`Resampler` callbacks.
+    """
+
+    key: str
+    pvalue: float | None = None
+    parts: tuple[MonteCarloPart, ...] = ()
+
+    @property
+    def monte_carlo(self) -> bool:
+        return bool(self.parts)
+
+
+class Resampler(Protocol):
+    """Draws more resamples for the Monte-Carlo tests it knows."""
+
+    def can_extend(self, key: str) -> bool:
+        """Whether test ``key`` can draw more resamples."""
+        ...
+
+    def draw(self, key: str, part: str, start: int, batch: int) -> int:
+        """Exceedances among ``batch`` new resamples of part ``part`` of test ``key``; ``start``
+        is the number already drawn (each (key, part, start) must be an independent stream)."""
+        ...
+
+
+@dataclass(frozen=True)
+class TestDecision:
+    """The decision on one test and the Monte-Carlo evidence behind it."""
+
+    key: str
+    decision: FamilyDecision
+    pvalue: float
+    adjusted_pvalue: float
+    pvalue_low: float
+    pvalue_high: float
+    parts: tuple[MonteCarloPart, ...] = ()
+    resamples_needed: float | None = None
+    """For an undetermined test: the resamples (per part) that would settle it (inf if it sits
+    on its critical value); None otherwise."""
+
+    @property
+    def resamples(self) -> int:
+        return max((p.resamples for p in self.parts), default=0)
+
+
+@dataclass(frozen=True)
+class FamilyResult:
+    """Decisions of the whole family, in the input order, and what it cost."""
+
+    decisions: tuple[TestDecision, ...]
+    alpha: float
+    procedure: str
+    settings: ResamplingSettings
+    resamples_drawn: int = 0
+    looks: int = 0
+    open_per_look: tuple[int, ...] = field(default=())
+
+    def count(self, decision: FamilyDecision) -> int:
+        return sum(1 for d in self.decisions if d.decision == decision)
+
+
+def _check(tests: Sequence[FamilyTest], alpha: float, procedure: str) -> None:
+    if not 0.0 < float(alpha) < 1.0:
+        raise DecisionSettingsError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if procedure not in METHODS:
+        raise DecisionSettingsError(
+            f"multiplicity must be one of {list(METHODS)}, got {procedure!r}"
+        )
+    keys = [t.key for t in tests]
+    if len(set(keys)) != len(keys):
+        raise DecisionSettingsError("every test of the family needs a distinct key")
+    for t in tests:
+        if t.monte_carlo == (t.pvalue is not None):
+            raise DecisionSettingsError(
+                f"test {t.key!r}: give either an exact pvalue or Monte-Carlo parts"
+            )
+        if t.pvalue is not None and not 0.0 <= t.pvalue <= 1.0:
+            raise DecisionSettingsError(f"test {t.key!r}: pvalue {t.pvalue!r} outside [0, 1]")
+        for p in t.parts:
+            if p.resamples < 1 or not 0 <= p.exceedances <= p.resamples:
+                raise DecisionSettingsError(
+                    f"test {t.key!r}, part {p.name!r}: needs 0 <= exceedances <= resamples "
+                    f">= 1, got {p.exceedances} of {p.resamples}"
+                )
+
+
+def decide_family(
+    tests: Sequence[FamilyTest],
+    alpha: float = 0.05,
+    procedure: str = "holm",
+    settings: ResamplingSettings | None = None,
+    resampler: Resampler | None = None,
+) -> FamilyResult:
+    """Decide every test of the family (module docstring): reject, fail_to_reject, or
+    undetermined, drawing more resamples through ``resampler`` where a decision is open."""
+    settings = settings or ResamplingSettings()
+    _check(tests, alpha, procedure)
+    m = len(tests)
+    if m == 0:
+        return FamilyResult((), alpha, procedure, settings)
+    # flatten the Monte-Carlo parts
+    owner: list[int] = []
+    names: list[str] = []
+    s_list: list[int] = []
+    n_list: list[int] = []
+    for i, t in enumerate(tests):
+        for p in t.parts:
+            owner.append(i)
+            names.append(p.name)
+            s_list.append(int(p.exceedances))
+            n_list.append(int(p.resamples))
+    n_parts = len(owner)
+    own = np.asarray(owner, dtype=np.int64)
+    s = np.asarray(s_list, dtype=np.int64)
+    n = np.asarray(n_list, dtype=np.int64)
+    extendable = np.asarray(
+        [resampler is not None and resampler.can_extend(tests[i].key) for i in owner], dtype=bool
+    )
+    schedules = [settings.schedule(int(n[k]), bool(extendable[k])) for k in range(n_parts)]
+    errors = [settings.look_errors(sch, max(n_parts, 1)) for sch in schedules]
+    look = np.zeros(n_parts, dtype=np.int64)
+    part_low = np.zeros(n_parts)
+    part_high = np.ones(n_parts)
+
+    def update(ks: np.ndarray) -> None:
+        for k in ks:
+            lo, hi = clopper_pearson(s[k : k + 1], n[k : k + 1], errors[k][look[k]])
+            new_lo = min(max(part_low[k], float(lo[0])), part_high[k])
+            part_high[k] = max(min(part_high[k], float(hi[0])), new_lo)
+            part_low[k] = new_lo
+
+    exact = np.asarray([t.pvalue if t.pvalue is not None else np.nan for t in tests])
+
+    def bounds() -> tuple[np.ndarray, np.ndarray]:
+        low = exact.copy()
+        high = exact.copy()
+        for i in np.unique(own):
+            sel = own == i
+            low[i] = part_low[sel].max()
+            high[i] = part_high[sel].max()
+        return low, high
+
+    update(np.arange(n_parts))
+    drawn = 0
+    open_per_look: list[int] = []
+    while True:
+        low, high = bounds()
+        settled_reject = rejected_by(high, alpha, procedure)
+        maybe_reject = rejected_by(low, alpha, procedure)
+        open_tests = maybe_reject & ~settled_reject
+        todo = (
+            np.flatnonzero(
+                open_tests[own] & extendable & (look < np.asarray([len(x) for x in schedules]) - 1)
+            )
+            if n_parts
+            else np.array([], dtype=np.int64)
+        )
+        if todo.size == 0:
+            break
+        open_per_look.append(int(np.unique(own[todo]).size))
+        assert resampler is not None
+        for k in todo:
+            start = int(n[k])
+            batch = int(schedules[k][look[k] + 1] - start)
+            got = int(resampler.draw(tests[own[k]].key, names[k], start, batch))
+            if not 0 <= got <= batch:
+                raise DecisionSettingsError(
+                    f"resampler returned {got} exceedances for a batch of {batch} "
+                    f"({tests[own[k]].key!r}, part {names[k]!r})"
+                )
+            s[k] += got
+            n[k] += batch
+            drawn += batch
+            look[k] += 1
+        update(todo)
+
+    low, high = bounds()
+    reject = rejected_by(high, alpha, procedure)
+    keep = ~rejected_by(low, alpha, procedure)
+    point = exact.copy()
+    phat = exact.copy()  # S/n for the critical-value search
+    for i in np.unique(own):
+        sel = own == i
+        point[i] = float(((s[sel] + 1.0) / (n[sel] + 1.0)).max())
+        phat[i] = float((s[sel] / n[sel]).max())
+    adjusted = adjust_pvalues(point, procedure)
+    undetermined = np.flatnonzero(~reject & ~keep)
+    needed: dict[int, float] = {}
+    if undetermined.size:
+        tau = critical_values(phat, undetermined, alpha, procedure)
+        for i, t_i in zip(undetermined, tau, strict=True):
+            sel = np.flatnonzero(own == i)
+            per = np.asarray(
+                [
+                    float(
+                        resamples_to_settle(
+                            np.asarray([s[k] / n[k]]), np.asarray([t_i]), float(errors[k][-1])
+                        )[0]
+                    )
+                    for k in sel
+                ]
+            )
+            ph = s[sel] / n[sel]
+            if phat[i] < t_i:  # every part must fall below τ
+                needed[int(i)] = float(per.max())
+            else:  # one part above τ suffices
+                above = per[ph > t_i]
+                needed[int(i)] = float(above.min()) if above.size else math.inf
+    out: list[TestDecision] = []
+    for i, t in enumerate(tests):
+        sel = np.flatnonzero(own == i)
+        decision: FamilyDecision = (
+            "reject" if reject[i] else "fail_to_reject" if keep[i] else "undetermined"
+        )
+        out.append(
+            TestDecision(
+                key=t.key,
+                decision=decision,
+                pvalue=float(point[i]),
+                adjusted_pvalue=float(adjusted[i]),
+                pvalue_low=float(low[i]),
+                pvalue_high=float(high[i]),
+                parts=tuple(MonteCarloPart(names[k], int(s[k]), int(n[k])) for k in sel),
+                resamples_needed=needed.get(i),
+            )
+        )
+    return FamilyResult(
+        decisions=tuple(out),
+        alpha=float(alpha),
+        procedure=procedure,
+        settings=settings,
+        resamples_drawn=drawn,
+        looks=len(open_per_look),
+        open_per_look=tuple(open_per_look),
+    )
