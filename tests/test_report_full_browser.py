@@ -140,11 +140,15 @@ def test_verdict_comes_first_and_lists_every_test(full_audit: AuditResult, page_
     assert page_data["mainSections"][-2:] == ["validation", "configuration"]
     assert "verdict-table" in page_data["firstTable"]
     assert page_data["findingsTop"] < page_data["firstMethodTop"]
-    tested = [f for f in full_audit.findings() if f.tested]
-    assert len(page_data["verdictRows"]) == len(tested)
+    deciding = [f for f in full_audit.findings() if f.counts]
+    assert len(page_data["verdictRows"]) == len(deciding)
     decisions = [r["decision"] for r in page_data["verdictRows"]]
-    rejected = sum(f.decision == "reject" for f in tested)
-    assert decisions == ["Rejected"] * rejected + ["Not rejected"] * (len(tested) - rejected)
+    n = {d: sum(f.decision == d for f in deciding) for d in ("reject", "undetermined")}
+    assert decisions == (
+        ["Rejected"] * n["reject"]
+        + ["Undetermined (Monte-Carlo resolution)"] * n["undetermined"]
+        + ["Not rejected"] * (len(deciding) - n["reject"] - n["undetermined"])
+    )
 
 
 def test_headings_in_order_and_tables_with_headers(page_data: dict) -> None:
@@ -164,9 +168,13 @@ def test_verdict_and_decisions_are_words_not_only_colour(
     assert word in page_data["verdict"]
     assert full_audit.verdict.summary in page_data["verdict"]
     assert all(page_data["badges"]), "a badge without text"
+    words = {
+        "row-reject": "Rejected",
+        "row-undetermined": "Undetermined (Monte-Carlo resolution)",
+        "row-fail_to_reject": "Not rejected",
+    }
     for row in page_data["verdictRows"]:
-        expected = "Rejected" if row["cls"] == "row-reject" else "Not rejected"
-        assert row["decision"] == expected
+        assert row["decision"] == words[row["cls"]]
 
 
 def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data: dict) -> None:
