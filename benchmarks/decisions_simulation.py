@@ -184,11 +184,14 @@ def risk_table(runs: int) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     seed = 100
+    kinds, rates = [], []
     for procedure in ("holm", "bh"):
         for dependence in ("independent", "comonotone"):
             for risk, spending in ((0.05, True), (1e-3, True), (0.05, False)):
                 seed += 1
                 r = risk_runs(procedure, dependence, risk, runs, seed, spending)
+                kinds.append((risk, spending))
+                rates.append(r["wrong"])
                 k = round(r["wrong"] * runs)
                 rows.append(
                     f"| {procedure} | {dependence} | {risk:g} | "
@@ -198,13 +201,16 @@ def risk_table(runs: int) -> list[str]:
                     f"| {r['undetermined']:.3f} | {r['drawn']:,.0f} ({r['drawn_se']:,.0f}) |"
                 )
                 print(rows[-1], flush=True)
+    spent = [r for (risk, spending), r in zip(kinds, rates, strict=True) if spending]
+    ablation = [r for (risk, spending), r in zip(kinds, rates, strict=True) if not spending]
     rows += [
         "",
-        "The guarantee is P(wrong settled decision) ≤ ε; the union bound over parts and looks "
-        "makes it conservative, so the observed rates sit far below ε, and even the ablation "
-        "without spending rarely errs on these families (a risk test of this design has little "
-        "power against a broken spending). Fixed-n decisions on (S + 1)/(n + 1) are wrong in "
-        "most audits of these families.",
+        f"With the spending the wrong-decision rate is at most {max(spent):.4f} in every row, far "
+        "below ε: the union bound over parts and looks is conservative. The ablation that gives "
+        f"every interval level ε (no spending) errs in {min(ablation):.4f}–{max(ablation):.4f} "
+        "of the audits at ε = 0.05, so these families can detect a broken spending at this "
+        "number of runs. Decisions on the point p-values (S + 1)/(n + 1) of the first "
+        "resamples are wrong in most audits of these families.",
         "",
     ]
     return rows
@@ -279,14 +285,23 @@ def work_table(runs: int, fixed_runs: int) -> list[str]:
                     f"{seq / (95 * b):.2f} |"
                 )
                 print(rows[-1], flush=True)
+    # why the strong tests cost what they cost: S = 0, Clopper–Pearson upper bound at each look
+    st = ResamplingSettings()
+    sched = st.schedule(1999, True)
+    upper = 1 - (st.look_errors(sched, 95) / 2) ** (1 / sched)
+    thr = ALPHA / 99  # rank 2 of Holm: the exact 1e-5 is rank 1, the ten tied strong tests next
+    j = int(np.argmax(upper <= thr))
     rows += [
         "",
-        "Without borderline tests the sequential scheme costs more than the smallest reliable "
-        "fixed B at the audit defaults (first n = 1,999 permutations, ε = 1e-3): the ten p = 1e-6 "
-        "tests tie at their upper bound and must each reach U ≤ α/99 ≈ 5.05e-4 at a spent error "
-        "≈ 3.6e-7; 29,985 resamples give U = 5.17e-4, so each goes on to 61,969, while B = 3,999 "
-        "already reproduces the ideal decisions. The scheme pays off when borderline tests force "
-        "a fixed B to be large.",
+        "At the defaults (first n = 1,999, ε = 1e-3, spending_k = "
+        f"{st.spending_k:,.0f}) a test at p = 1e-6 (S = 0) has upper bounds "
+        + ", ".join(
+            f"{u:.2e} at {n:,}" for n, u in zip(sched[: j + 1], upper[: j + 1], strict=True)
+        )
+        + f"; the ten tie, so each must reach U ≤ α/99 = {thr:.3e}, i.e. {sched[j]:,} resamples, "
+        "while a fixed B = 3,999 already reproduces the ideal decisions of the first family. "
+        "The sequential scheme pays off when borderline tests force a fixed B to be large "
+        "(second family).",
         "",
     ]
     return rows
@@ -358,7 +373,15 @@ def null_audit(seed: int, first: int, n_rows: int = 1500) -> dict[str, float]:
     ]
     out: dict[str, float] = {}
     for proc in ("holm", "bh"):
-        res = decide_family(exact + mc, ALPHA, proc, ResamplingSettings(), rs)
+        try:
+            res = decide_family(exact + mc, ALPHA, proc, ResamplingSettings(), rs)
+        except ValueError:
+            # an earlier decide_family raised when an exact test was left open by a Monte-Carlo
+            # test at the cap (tests/test_decisions.py::test_exact_test_left_open_...); such a
+            # dataset is counted apart and left out of the rates
+            out[f"{proc}_crash"] = True
+            continue
+        out[f"{proc}_crash"] = False
         out[f"{proc}_reject"] = res.count("reject") > 0
         out[f"{proc}_undetermined"] = res.count("undetermined") > 0
         out[f"{proc}_drawn"] = res.resamples_drawn
@@ -381,22 +404,33 @@ def fwer_table(datasets: int, first: int) -> list[str]:
         "",
         "| procedure | P(any rejection), decide_family (SE) | fixed-n point p-values (SE) "
         "| all 30 as z-tests (SE) | datasets with an undetermined test | datasets that drew "
-        "more | mean permutations drawn |",
-        "|---|---|---|---|---|---|---|",
+        "more | mean permutations drawn | datasets where decide_family raised (left out) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    crashes = 0
     for proc in ("holm", "bh"):
-        col = {k: float(np.mean([o[f"{proc}_{k}"] for o in out])) for k in (
+        ok = [o for o in out if not o[f"{proc}_crash"]]
+        crashes += datasets - len(ok)
+        n_ok = len(ok)
+        col = {k: float(np.mean([o[f"{proc}_{k}"] for o in ok])) for k in (
             "reject", "fixed", "z", "undetermined")}  # fmt: skip
-        drew = float(np.mean([o[f"{proc}_drawn"] > 0 for o in out]))
-        drawn = float(np.mean([o[f"{proc}_drawn"] for o in out]))
+        drew = float(np.mean([o[f"{proc}_drawn"] > 0 for o in ok]))
+        drawn = float(np.mean([o[f"{proc}_drawn"] for o in ok]))
         rows.append(
-            f"| {proc} | {col['reject']:.4f} ({mc_se(col['reject'], datasets):.4f}) | "
-            f"{col['fixed']:.4f} ({mc_se(col['fixed'], datasets):.4f}) | "
-            f"{col['z']:.4f} ({mc_se(col['z'], datasets):.4f}) | {col['undetermined']:.4f} | "
-            f"{drew:.3f} | {drawn:,.0f} |"
+            f"| {proc} | {col['reject']:.4f} ({mc_se(col['reject'], n_ok):.4f}) | "
+            f"{col['fixed']:.4f} ({mc_se(col['fixed'], n_ok):.4f}) | "
+            f"{col['z']:.4f} ({mc_se(col['z'], n_ok):.4f}) | {col['undetermined']:.4f} | "
+            f"{drew:.3f} | {drawn:,.0f} | {datasets - n_ok} |"
         )
         print(rows[-1], flush=True)
     rows.append("")
+    if crashes:
+        rows += [
+            "Datasets where ``decide_family`` raised are left out of the rates (an earlier "
+            "version raised ``ValueError: zero-size array to reduction operation maximum`` when "
+            "an exact test's decision was left open by a Monte-Carlo test that reached the cap).",
+            "",
+        ]
     return rows
 
 
@@ -431,7 +465,8 @@ def main() -> None:
         "",
         f"Date: {datetime.now(UTC).isoformat(timespec='seconds')}  ",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPU(s), numpy {np.__version__}  ",
-        f"Command: `{cmd}`",
+        f"Command: `{cmd}`  ",
+        f"Defaults of ``ResamplingSettings``: {ResamplingSettings()}",
         "",
         "Numbers in parentheses are Monte-Carlo standard errors: √(r(1 − r)/N) for a rate r "
         "over N runs, SD/√N for a mean.",

@@ -11,6 +11,7 @@ where a decision is open, and are ``undetermined`` when the resamples cannot set
 
 from __future__ import annotations
 
+import copy
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -25,17 +26,23 @@ from fairengine.decisions import (
     decide_family,
 )
 from fairengine.finding_keys import check_unique_keys
-from fairengine.multiplicity import METHODS
+from fairengine.multiplicity import AUDIT_PROCEDURES as METHODS
 from fairengine.results import (
     AuditResult,
     DecisionRecord,
     Finding,
+    JointEvidence,
     MethodResult,
     ValidationResult,
     Verdict,
 )
 
-MULTIPLICITY_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no"}
+MULTIPLICITY_NAMES = {
+    "holm": "Holm",
+    "bh": "Benjamini–Hochberg",
+    "none": "no",
+    "maxt": "Holm/maxT",
+}
 GAP_NULLS: tuple[str, ...] = ("tolerance", "zero")
 #: Among tests of the same null kind, which method's test decides (exact small-sample tests first).
 _METHOD_RANK = {"permutation_tests": 0, "group_parity": 1, "group_metrics": 2}
@@ -86,7 +93,9 @@ def assign_questions(methods: list[MethodResult], gap_null: str = "tolerance") -
     return [f for _, f in tested if id(f) not in supporting]
 
 
-def _family_test(f: Finding) -> FamilyTest:
+def _family_test(f: Finding, procedure: str) -> FamilyTest:
+    if procedure == "maxt" and f.joint is not None:
+        return FamilyTest(f.key, parts=(f.joint.part,), block=f.joint.block, rank=f.joint.rank)
     if f.resampling:
         return FamilyTest(f.key, parts=tuple(f.resampling))
     assert f.pvalue is not None
@@ -124,13 +133,18 @@ def apply_decisions(
         raise ValueError(f"multiplicity must be one of {list(METHODS)}, got {multiplicity!r}")
     family = assign_questions(methods, gap_null)
     result = decide_family(
-        [_family_test(f) for f in family], alpha, multiplicity, settings, resampler
+        [_family_test(f, multiplicity) for f in family], alpha, multiplicity, settings, resampler
     )
     name = MULTIPLICITY_NAMES[multiplicity]
     for f, d in zip(family, result.decisions, strict=True):
         f.adjusted_pvalue = d.adjusted_pvalue
         f.decision = d.decision
-        if d.parts:
+        if d.parts and multiplicity == "maxt" and f.joint is not None:
+            # the decision used the block's maxT counts; the raw (marginal) p-value stays
+            f.joint = JointEvidence(f.joint.block, f.joint.rank, d.parts[0])
+            f.pvalue_bounds = (d.pvalue_low, d.pvalue_high)
+            f.resamples_needed = d.resamples_needed
+        elif d.parts:
             f.resampling = list(d.parts)
             f.pvalue = d.pvalue
             f.pvalue_bounds = (d.pvalue_low, d.pvalue_high)
@@ -140,6 +154,12 @@ def apply_decisions(
             sentence = f"Rejected at α={alpha:g}: {_what_rejected(f)} ({adj})."
         elif d.decision == "fail_to_reject":
             sentence = f"Not rejected: {f.null_hypothesis} is not rejected at α={alpha:g} ({adj})."
+        elif not d.parts:
+            sentence = (
+                f"Undetermined (Monte-Carlo resolution): this exact test's decision on "
+                f"{f.null_hypothesis} at α={alpha:g} depends on where undetermined Monte-Carlo "
+                f"tests fall in the {name} order ({adj})."
+            )
         else:
             sentence = (
                 f"Undetermined (Monte-Carlo resolution): after {d.resamples:,} resamples the "
@@ -238,6 +258,9 @@ def finalize_audit(
     and valid (:func:`fairengine.finding_keys.check_unique_keys`).
     """
     check_unique_keys(f for m in methods for f in m.findings)
+    # decisions are written into copies: the methods' own results stay as they were, so an
+    # audit can be re-decided (another gap_null or multiplicity) from the same method results
+    methods = copy.deepcopy(methods)
     family = apply_decisions(
         methods,
         alpha,

@@ -36,7 +36,7 @@ from fairengine.group_metrics import GroupMetricsConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
-from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
+from fairengine.multiplicity import AUDIT_PROCEDURES as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
 from fairengine.roles import ColumnRoles
 from fairengine.scores import SCORE_TYPES

@@ -16,6 +16,9 @@ import numpy as np
 
 Method = Literal["holm", "bh", "none"]
 METHODS: tuple[str, ...] = ("holm", "bh", "none")
+#: The audit's choices: these, plus ``maxt`` (Westfall–Young maxT inside joint permutation blocks,
+#: Holm-weighted across blocks; :func:`fairengine.decisions.block_adjusted`).
+AUDIT_PROCEDURES: tuple[str, ...] = (*METHODS, "maxt")
 
 
 def adjust_pvalues(pvalues: np.ndarray | list[float], method: str = "holm") -> np.ndarray:

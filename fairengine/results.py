@@ -128,6 +128,25 @@ class ResamplingPart:
         return cls(str(d["name"]), int(d["exceedances"]), int(d["resamples"]))
 
 
+@dataclass(frozen=True)
+class JointEvidence:
+    """A test's place in a joint permutation block (one permutation of an attribute's group
+    codes shared by all its pairs and ratio metrics), used by ``multiplicity: maxt``: ``block``
+    names it, ``rank`` is the test's position in the block's step-down order, and ``part`` counts
+    the permutations whose maximum over the tests at or after it is at least as extreme."""
+
+    block: str
+    rank: int
+    part: ResamplingPart
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"block": self.block, "rank": self.rank, "part": self.part.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JointEvidence:
+        return cls(str(d["block"]), int(d["rank"]), ResamplingPart.from_dict(d["part"]))
+
+
 @dataclass
 class Finding:
     """One estimated quantity: estimate, interval, and (when tested) p-values and decision.
@@ -161,6 +180,7 @@ class Finding:
     question: str | None = None
     null_kind: str = ""
     decided_by: str | None = None
+    joint: JointEvidence | None = None
 
     @property
     def tested(self) -> bool:
@@ -192,6 +212,7 @@ class Finding:
             "question": self.question,
             "null_kind": self.null_kind,
             "decided_by": self.decided_by,
+            "joint": self.joint.to_dict() if self.joint else None,
         }
 
     @classmethod
@@ -219,6 +240,7 @@ class Finding:
             question=d.get("question"),
             null_kind=d.get("null_kind", ""),
             decided_by=d.get("decided_by"),
+            joint=JointEvidence.from_dict(d["joint"]) if d.get("joint") else None,
         )
 
 

@@ -14,6 +14,7 @@ from fairengine.maxt import maxt_adjusted_pvalues
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.permutation.joint import (
     JointFamily,
+    floored_statistic,
     joint_exceedances,
     joint_family,
     joint_maxt_test,
@@ -22,7 +23,7 @@ from fairengine.permutation.joint import (
     permuted_codes,
     sequential_draw,
 )
-from fairengine.permutation.metrics import RATIO_METRICS, row_values, studentized_difference
+from fairengine.permutation.metrics import RATIO_METRICS, row_values
 from fairengine.sequential_mc import SequentialSpec, sequential_decisions
 
 METRICS = ["positive_rate", "tpr", "fpr"]
@@ -59,7 +60,7 @@ def slow_statistics(y, prediction, codes, n_groups, metrics, pseudo_codes, weigh
         stats = []
         for pseudo in [codes, *pseudo_codes]:
             sums = np.stack([np.bincount(pseudo, values[:, k], n_groups) for k in range(5)], 1)
-            stats.append(studentized_difference(sums[pa], sums[pb])[2])
+            stats.append(floored_statistic(sums[pa], sums[pb]))
         columns.append(np.array(stats))
     return np.concatenate(columns, axis=1)
 

@@ -128,3 +128,54 @@ def test_config_roles_required() -> None:
         AuditConfig.from_dict({}).roles()
     with pytest.raises(ConfigError, match="does not exist"):
         AuditConfig.from_yaml("/nonexistent/audit.yaml")
+
+
+def test_finalize_audit_leaves_the_method_results_unchanged_so_it_can_be_rerun() -> None:
+    """Deciding the same method results twice, with the other gap_null, gives the other
+    decider and readings with one decision sentence each."""
+    from fairengine.results import ResamplingPart, gap_question
+
+    q = gap_question("tpr", "sex", "f", "m")
+    methods = [
+        MethodResult(
+            "group_parity",
+            "Group parity",
+            findings=[
+                Finding(
+                    "tpr_gap.sex.f_m",
+                    "TPR gap",
+                    0.1,
+                    pvalue=0.2,
+                    null_hypothesis="|gap| ≤ 0.05",
+                    question=q,
+                    null_kind="tolerance",
+                )
+            ],
+        ),
+        MethodResult(
+            "permutation_tests",
+            "Permutation tests",
+            findings=[
+                Finding(
+                    "perm_tpr.sex.f_m",
+                    "TPR difference",
+                    0.1,
+                    pvalue=0.0005,
+                    null_hypothesis="tpr(f) = tpr(m)",
+                    question=q,
+                    null_kind="zero",
+                    resampling=[ResamplingPart("permutation", 0, 1999)],
+                )
+            ],
+        ),
+    ]
+    kw = {"config": {}, "dataset": {}, "model": {}, "validation": None, "methods": methods}
+    first = {f.key: f for f in finalize_audit(**kw, gap_null="tolerance").findings()}
+    second = {f.key: f for f in finalize_audit(**kw, gap_null="zero").findings()}
+    assert first["perm_tpr.sex.f_m"].decided_by == "tpr_gap.sex.f_m"
+    assert second["tpr_gap.sex.f_m"].decided_by == "perm_tpr.sex.f_m"
+    assert second["perm_tpr.sex.f_m"].decided_by is None
+    assert second["perm_tpr.sex.f_m"].decision == "reject"
+    for f in second.values():
+        assert f.reading.count("α=") == (0 if f.decision == "supporting" else 1), f.reading
+    assert [m.findings[0].decision for m in methods] == ["not_tested", "not_tested"]

@@ -56,6 +56,10 @@ class PermutationConfig:
         when available).
     histogram_bins : bins of each permutation-distribution histogram in the details.
         Default 30.
+    joint : also draw joint permutations of each attribute's group codes (one permutation shared
+        by every pair and ratio metric of the attribute; ``fairengine.permutation.joint``), so
+        that the audit's ``multiplicity: maxt`` can use the dependence between the tests
+        (Westfall–Young maxT). Needs ``studentize: per_permutation``. Default ``True``.
     max_tests : the most tests one audit may run (pairs of groups per attribute times
         metrics); more is an error before any test runs, naming the count. Default 500 (at
         1,999 permutations a test takes about 0.05-0.5 s on one core).
@@ -78,6 +82,7 @@ class PermutationConfig:
     device: str | None = None
     histogram_bins: int = 30
     max_tests: int = 500
+    joint: bool = True
 
     def __post_init__(self) -> None:
         def err(key: str, msg: str) -> ConfigError:

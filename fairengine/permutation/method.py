@@ -29,9 +29,17 @@ from fairengine.permutation.config import (
     permutation_bound_problem,
     planned_permutation_tests,
 )
+from fairengine.permutation.joint import JointFamily, joint_family, maxt_exceedances
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
 from fairengine.permutation.two_group import PermutationTestResult, permutation_test
-from fairengine.results import Finding, Interval, MethodResult, ResamplingPart, gap_question
+from fairengine.results import (
+    Finding,
+    Interval,
+    JointEvidence,
+    MethodResult,
+    ResamplingPart,
+    gap_question,
+)
 from fairengine.scores import LABEL_AUC_REASON
 
 METHOD = "permutation_tests"
@@ -174,6 +182,77 @@ def _run_test(
     )
 
 
+#: First spawn-key entry of the joint-permutation streams (apart from the per-test streams).
+JOINT_STREAM = 1_000_003
+
+
+def joint_block(attribute: str) -> str:
+    """Name of the joint permutation block of ``attribute``'s ratio-metric tests."""
+    return f"permutation_tests.{part_token(attribute)}"
+
+
+def _joint_family(
+    dataset: AuditDataset, config: PermutationConfig, attribute: str
+) -> JointFamily | None:
+    """The joint family of ``attribute``'s ratio-metric tests, or None when there is none (no
+    ratio metric, not studentized per permutation)."""
+    if not config.joint or config.studentize != "per_permutation":
+        return None
+    metrics = [
+        ALIASES.get(m, m)
+        for m in config.metrics
+        if m not in config.custom_metrics and ALIASES.get(m, m) in RATIO_METRICS
+    ]
+    if not metrics:
+        return None
+    enc = dataset.groups[attribute]
+    return joint_family(
+        dataset.label,
+        dataset.require_scores("permutation tests"),
+        enc.codes,
+        enc.n_groups,
+        list(dict.fromkeys(metrics)),
+        weights=dataset.weights,
+        probability=dataset.probability,
+        alternative=config.alternative,
+        scheme=config.scheme,
+    )
+
+
+def _joint_counts(
+    family: JointFamily, seed: int, attr_index: int, start: int, batch: int
+) -> np.ndarray:
+    ss = np.random.SeedSequence(seed, spawn_key=(JOINT_STREAM, attr_index, int(start)))
+    return maxt_exceedances(family, np.random.default_rng(ss), batch)
+
+
+def _joint_evidence(
+    dataset: AuditDataset,
+    config: PermutationConfig,
+    findings: list[Finding],
+    tests: dict[str, PlannedTest],
+    seed: int,
+) -> None:
+    """Attach to each ratio-metric finding its place in its attribute's joint maxT block."""
+    for attr_index, attr in enumerate(_attributes(dataset, config)):
+        family = _joint_family(dataset, config, attr)
+        if family is None:
+            continue
+        counts = _joint_counts(family, seed, attr_index, 0, int(config.n_permutations))
+        column = {label: j for j, label in enumerate(family.labels)}
+        rank = {int(j): r for r, j in enumerate(family.order)}
+        for f in findings:
+            t = tests[f.key]
+            j = column.get((t.metric_key, t.a, t.b))
+            if t.attribute != attr or j is None or not family.tested[j]:
+                continue
+            f.joint = JointEvidence(
+                joint_block(attr),
+                rank[j],
+                ResamplingPart("maxT permutation", int(counts[j]), int(config.n_permutations)),
+            )
+
+
 class PermutationResampler:
     """Draws more permutations for this method's tests (a :class:`fairengine.decisions.Resampler`).
 
@@ -187,16 +266,40 @@ class PermutationResampler:
         self.config = config
         self.seed = int(seed)
         self._tests = {t.key: t for t in planned_tests(dataset, config)}
+        self._families: dict[str, JointFamily | None] = {}
+        self._joint_draws: dict[tuple[str, int, int], np.ndarray] = {}
 
     def can_extend(self, key: str) -> bool:
         return self.config.enabled and key in self._tests
 
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         test = self._tests[key]
+        if part == "maxT permutation":
+            return self._draw_joint(test, start, batch)
         ss = np.random.SeedSequence(self.seed, spawn_key=(test.index, int(start)))
         progress.report(METHOD, f"more permutations for {key}: {start:,} -> {start + batch:,}")
         res = _run_test(self.dataset, self.config, test, batch, np.random.default_rng(ss))
         return int(res.n_extreme)
+
+    def _draw_joint(self, test: PlannedTest, start: int, batch: int) -> int:
+        """One batch of joint permutations serves every open test of the block (cached)."""
+        attr = test.attribute
+        if attr not in self._families:
+            self._families[attr] = _joint_family(self.dataset, self.config, attr)
+        family = self._families[attr]
+        if family is None:
+            raise ValueError(f"{test.key}: no joint permutation block")
+        cache_key = (attr, int(start), int(batch))
+        if cache_key not in self._joint_draws:
+            progress.report(
+                METHOD, f"joint permutations for {attr}: {start:,} -> {start + batch:,}"
+            )
+            attr_index = _attributes(self.dataset, self.config).index(attr)
+            self._joint_draws[cache_key] = _joint_counts(
+                family, self.seed, attr_index, start, batch
+            )
+        j = family.labels.index((test.metric_key, test.a, test.b))
+        return int(self._joint_draws[cache_key][j])
 
 
 def run_permutation_tests(
@@ -294,6 +397,9 @@ def run_permutation_tests(
                 "pvalue_interval_level": 0.95,
             }
         )
+    _joint_evidence(
+        dataset, config, findings, {t.key: t for t in planned_tests(dataset, config)}, seed
+    )
     raw = [t["pvalue"] for t in tests]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
     for t, p in zip(tests, adjusted, strict=True):
