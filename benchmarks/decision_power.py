@@ -59,7 +59,7 @@ def run(frame: pd.DataFrame, multiplicity: str, seed: int) -> tuple[int, int, in
     ds = AuditDataset.from_frame(
         frame, ColumnRoles(label="y", protected=("race",), score="score"), threshold=0.5
     )
-    cfg = PermutationConfig(metrics=["positive_rate", "tpr", "fpr"], min_group_size=10)
+    cfg = PermutationConfig(metrics=["positive_rate", "tpr", "fpr"], min_group_size=10, joint=True)
     res = finalize_audit(
         config={},
         dataset=ds.summary(),

@@ -273,6 +273,9 @@ class AuditConfig:
             raise ConfigError(
                 f"validation.min_group_size must be >= 1, got {self.validation.min_group_size}"
             )
+        pt = self.methods.permutation_tests
+        if pt.joint is None:  # joint permutation blocks are what multiplicity: maxt uses
+            pt.joint = self.multiplicity == "maxt"
         gp = self.methods.group_parity
         if gp.tolerance < 0:
             raise ConfigError(f"methods.group_parity.tolerance must be >= 0, got {gp.tolerance}")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path

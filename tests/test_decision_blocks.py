@@ -104,7 +104,9 @@ def audit(
     ds = AuditDataset.from_frame(
         frame, ColumnRoles(label="y", protected=("g",), score="score"), threshold=0.5
     )
-    cfg = PermutationConfig(metrics=["positive_rate", "tpr", "fpr"], n_permutations=n_perm)
+    cfg = PermutationConfig(
+        metrics=["positive_rate", "tpr", "fpr"], n_permutations=n_perm, joint=True
+    )
     methods = [group_parity(ds, tolerance=0.05), run_permutation_tests(ds, cfg, seed=seed)]
     return finalize_audit(
         config={},
@@ -150,7 +152,7 @@ def test_joint_draws_extend_reproducibly() -> None:
     ds = AuditDataset.from_frame(
         frame, ColumnRoles(label="y", protected=("g",), score="score"), threshold=0.5
     )
-    cfg = PermutationConfig(metrics=["tpr", "fpr"], n_permutations=99)
+    cfg = PermutationConfig(metrics=["tpr", "fpr"], n_permutations=99, joint=True)
     keys = [f.key for f in run_permutation_tests(ds, cfg, seed=5).findings]
     a = PermutationResampler(ds, cfg, seed=5)
     b = PermutationResampler(ds, cfg, seed=5)
