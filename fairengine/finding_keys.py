@@ -78,7 +78,9 @@ class KeyedFinding(Protocol):
 #: Suffixes :meth:`~fairengine.results.AuditResult.flat_metrics` appends to a finding's key.
 FLAT_SUFFIXES: tuple[str, ...] = ("ci_low", "ci_high", "pvalue", "pvalue_adj")
 #: Run-level metrics :mod:`tasks.mlflow_log` logs beside the flat metrics; no key may take them.
-RUN_METRIC_NAMES: frozenset[str] = frozenset({"verdict_fail"})
+RUN_METRIC_NAMES: frozenset[str] = frozenset(
+    {"verdict_fail", "tests_rejected", "tests_undetermined"}
+)
 #: MLflow's limit on a metric name (``mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH``).
 MAX_METRIC_NAME_LENGTH = 250
 #: Longest token of one name; longer names are shortened with a hash.

@@ -240,6 +240,9 @@ def log_audit(
             )
         metrics = result.flat_metrics()
         metrics["verdict_fail"] = float(result.verdict.status == "fail")
+        if result.decisions is not None:  # counts behind the verdict (deciding tests only)
+            metrics["tests_rejected"] = float(result.decisions.n_rejected)
+            metrics["tests_undetermined"] = float(result.decisions.n_undetermined)
         ts = int(time.time() * 1000)
         entries = [mlflow.entities.Metric(k, v, ts, 0) for k, v in sorted(metrics.items())]
         for i in range(0, len(entries), 500):

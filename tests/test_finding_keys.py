@@ -273,5 +273,7 @@ def test_every_flat_metric_survives_a_real_mlflow_store(
     )
     logged = MlflowClient(tracking_uri=uri).get_run(info["run_id"]).data.metrics
     flat = tricky_audit.flat_metrics()
-    assert len(logged) == len(flat) + 1  # + verdict_fail
+    assert len(logged) == len(flat) + 3  # + verdict_fail, tests_rejected, tests_undetermined
+    assert tricky_audit.decisions is not None
+    assert logged["tests_undetermined"] == tricky_audit.decisions.n_undetermined
     assert {k: logged[k] for k in flat} == flat
