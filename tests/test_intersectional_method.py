@@ -80,6 +80,10 @@ def test_target_epsilon_makes_findings_tested_with_a_stated_null() -> None:
     f = next(f for f in res.findings if f.key == "df_eps.sp.attr__a_x_attr__b")
     assert f.null_hypothesis.startswith("ε_sp over attr_a × attr_b ≤ 0.2")
     assert 0 < f.pvalue < 0.01  # true ε_sp = 1.107, far above 0.2
+    # a Monte-Carlo p-value: its draws are recorded so the audit decides it through them
+    (part,) = f.resampling
+    assert part.name in ("bootstrap", "posterior") and part.resamples > 0
+    assert f.pvalue == (part.exceedances + 1) / (part.resamples + 1)
     far = run_intersectional(ds, IntersectionalConfig(target_epsilon=3.0, n_posterior=500))
     assert next(f for f in far.findings if f.key == f"df_eps.sp.{'attr__a_x_attr__b'}").pvalue > 0.5
 

@@ -56,7 +56,7 @@ from fairengine.intersectional.metrics import (
     differential_fairness,
     epsilon_from_counts,
 )
-from fairengine.results import Finding, Interval, MethodResult
+from fairengine.results import Finding, Interval, MethodResult, ResamplingPart
 
 METHOD = "intersectional"
 TITLE = "Intersectional differential fairness (ε over all intersections)"
@@ -306,6 +306,15 @@ def run_intersectional(
         )
         if cfg.target_epsilon is not None:
             finding.pvalue = head.pvalue(cfg.target_epsilon)
+            # a Monte-Carlo p-value: S of n bootstrap (posterior) draws with ε ≤ target; the
+            # audit decides it through its resampling interval (fairengine.decisions)
+            finding.resampling = [
+                ResamplingPart(
+                    "posterior" if head is bayes else "bootstrap",
+                    int(np.sum(head.draws <= cfg.target_epsilon)),
+                    int(head.n),
+                )
+            ]
             finding.null_hypothesis = (
                 f"ε_{m} over {grouping_words} ≤ {cfg.target_epsilon:g} ({conv.name})"
             )
