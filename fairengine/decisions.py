@@ -56,7 +56,7 @@ import numpy as np
 from fairengine.errors import FairEngineError
 from fairengine.multiplicity import AUDIT_PROCEDURES, adjust_pvalues
 from fairengine.results import ResamplingPart as MonteCarloPart
-from fairengine.sequential_mc import clopper_pearson, resamples_to_settle
+from fairengine.sequential_mc import clopper_pearson, critical_values_of, resamples_to_settle
 
 FamilyDecision = Literal["reject", "fail_to_reject", "undetermined"]
 
@@ -285,33 +285,6 @@ def _rule(
     return adjusted, rejected
 
 
-def _critical_values(
-    rejected: Callable[[np.ndarray], np.ndarray], q: np.ndarray, indices: np.ndarray
-) -> np.ndarray:
-    """τ_i = sup{c : i rejected with q_i = c}, the others held at ``q`` (bisection; the rule is
-    monotone in q_i)."""
-    out = np.empty(len(indices))
-    for n_i, i in enumerate(indices):
-        trial = q.copy()
-
-        def rej(c: float, trial: np.ndarray = trial, i: int = int(i)) -> bool:
-            trial[i] = c
-            return bool(rejected(trial)[i])
-
-        if rej(1.0):
-            out[n_i] = 1.0
-            continue
-        if not rej(0.0):
-            out[n_i] = 0.0
-            continue
-        lo, hi = 0.0, 1.0
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if rej(mid) else (lo, mid)
-        out[n_i] = lo
-    return out
-
-
 def decide_family(
     tests: Sequence[FamilyTest],
     alpha: float = 0.05,
@@ -421,7 +394,7 @@ def decide_family(
     undetermined = np.flatnonzero(~reject & ~keep)
     needed: dict[int, float] = {}
     if undetermined.size:
-        tau = _critical_values(rejected_by, phat, undetermined)
+        tau = critical_values_of(rejected_by, phat, undetermined)
         for i, t_i in zip(undetermined, tau, strict=True):
             sel = np.flatnonzero(own == i)
             if sel.size == 0:  # an exact test whose decision waits on Monte-Carlo tests

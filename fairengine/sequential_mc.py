@@ -197,25 +197,34 @@ def critical_values(
 ) -> np.ndarray:
     """τ_i = sup{c : i ∈ h(q with q_i = c)} for each i in ``indices``, the others held at
     ``pvalues`` (bisection on c ∈ [0, 1]; h is monotone in q_i)."""
+    return critical_values_of(
+        lambda q: rejected_by(q, alpha, procedure), np.asarray(pvalues, dtype=np.float64), indices
+    )
+
+
+def critical_values_of(
+    rejected: Callable[[np.ndarray], np.ndarray], pvalues: np.ndarray, indices: np.ndarray
+) -> np.ndarray:
+    """:func:`critical_values` for any monotone rule ``rejected(q) -> mask`` (bisection)."""
     q = np.asarray(pvalues, dtype=np.float64)
     out = np.empty(len(indices))
     for k, i in enumerate(indices):
         trial = q.copy()
 
-        def rejected(c: float, trial: np.ndarray = trial, i: int = int(i)) -> bool:
+        def rej(c: float, trial: np.ndarray = trial, i: int = int(i)) -> bool:
             trial[i] = c
-            return bool(rejected_by(trial, alpha, procedure)[i])
+            return bool(rejected(trial)[i])
 
-        if rejected(1.0):
+        if rej(1.0):
             out[k] = 1.0
             continue
-        if not rejected(0.0):
+        if not rej(0.0):
             out[k] = 0.0
             continue
         lo, hi = 0.0, 1.0
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if rejected(mid) else (lo, mid)
+            lo, hi = (mid, hi) if rej(mid) else (lo, mid)
         out[k] = lo
     return out
 
