@@ -33,6 +33,7 @@ from fairengine.results import (
     Finding,
     JointEvidence,
     MethodResult,
+    ResamplingPart,
     ValidationResult,
     Verdict,
 )
@@ -162,19 +163,33 @@ def apply_decisions(
             )
         else:
             sentence = (
-                f"Undetermined (Monte-Carlo resolution): after {d.resamples:,} resamples the "
-                f"p-value lies in [{_p(d.pvalue_low)}, {_p(d.pvalue_high)}], which does not "
-                f"settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
-                + _needed_words(d.resamples_needed)
+                f"Undetermined (Monte-Carlo resolution): after {_drawn_words(d.parts)} the "
+                f"p-value lies in [{_bound(d.pvalue_low)}, {_bound(d.pvalue_high)}], which does "
+                f"not settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
+                + _needed_words(d.resamples_needed, _unit(d.parts))
             )
         f.reading = f"{f.reading} {sentence}".strip()
     return result
 
 
-def _needed_words(needed: float | None) -> str:
+def _unit(parts: tuple[ResamplingPart, ...] | list[ResamplingPart]) -> str:
+    """What one resample is: a map refit (FlipTest's nulls), a draw, or a permutation."""
+    names = {p.name for p in parts}
+    if "self-map" in names:
+        return "refits of each null"
+    if names & {"bootstrap", "posterior"}:
+        return "draws"
+    return "permutations" if names else "resamples"
+
+
+def _drawn_words(parts: tuple[ResamplingPart, ...]) -> str:
+    return " and ".join(f"{p.resamples:,} {p.name} resamples" for p in parts)
+
+
+def _needed_words(needed: float | None, unit: str = "resamples") -> str:
     if needed is None or not np.isfinite(needed):
-        return "the estimate sits on its critical value, so no number of resamples settles it."
-    return f"about {needed:,.0f} resamples would settle it."
+        return f"the estimate sits on its critical value, so no number of {unit} settles it."
+    return f"about {needed:,.0f} {unit} would settle it."
 
 
 def decide_verdict(methods: list[MethodResult], alpha: float) -> Verdict:
@@ -190,7 +205,7 @@ def decide_verdict(methods: list[MethodResult], alpha: float) -> Verdict:
     ]
     reasons += [
         f"{f.label}: undetermined at Monte-Carlo resolution ({f.null_hypothesis}; "
-        + _needed_words(f.resamples_needed).rstrip(".")
+        + _needed_words(f.resamples_needed, _unit(f.resampling)).rstrip(".")
         + ")"
         for f in undetermined
     ]
@@ -302,3 +317,10 @@ def _p(p: float | None) -> str:
     if p is None or not np.isfinite(p):
         return "n/a"
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _bound(p: float) -> str:
+    """A Monte-Carlo interval end: 0 as 0, tiny values in scientific notation."""
+    if p == 0:
+        return "0"
+    return f"{p:.2g}" if p < 1e-3 else f"{p:.4f}"

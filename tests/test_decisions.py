@@ -673,7 +673,7 @@ def test_undetermined_makes_the_verdict_incomplete_or_is_counted_beside_a_reject
         and perm.pvalue_bounds[0] < ALPHA / 3 < (perm.pvalue_bounds[1])
     )
     assert perm.resamples_needed is not None and perm.resamples_needed > 199
-    assert "Undetermined (Monte-Carlo resolution): after 199 resamples" in perm.reading
+    assert "Undetermined (Monte-Carlo resolution): after 199 permutation resamples" in perm.reading
     assert a.verdict.status == "incomplete"
     assert "1 test(s) undetermined" in a.verdict.summary
     assert any("undetermined at Monte-Carlo resolution" in r for r in a.verdict.reasons)
