@@ -74,7 +74,7 @@ MULTIPLICITY_LABELS: dict[str, str] = {
     "holm": "Holm",
     "bh": "Benjamini–Hochberg",
     "none": "unadjusted",
-    "maxt": "Holm; maxT in joint permutation blocks",
+    "maxt": "Holm/maxT",
 }
 STATUS_LABELS: dict[str, str] = {"ok": "OK", "failed": "Failed", "not_run": "Not run"}
 VERDICT_LABELS: dict[str, tuple[str, str]] = {  # status -> (word, symbol)
