@@ -114,7 +114,7 @@ def _what_rejected(f: Finding) -> str:
 def apply_decisions(
     methods: list[MethodResult],
     alpha: float,
-    multiplicity: str = "holm",
+    multiplicity: str = "maxt",
     *,
     gap_null: str = "tolerance",
     settings: ResamplingSettings | None = None,
@@ -259,7 +259,7 @@ def finalize_audit(
     validation: ValidationResult | None,
     methods: list[MethodResult],
     alpha: float = 0.05,
-    multiplicity: str = "holm",
+    multiplicity: str = "maxt",
     metadata: dict[str, Any] | None = None,
     audit_id: str | None = None,
     warnings: list[str] | None = None,

@@ -242,7 +242,7 @@ class AuditConfig:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     methods: MethodsConfig = field(default_factory=MethodsConfig)
     alpha: float = 0.05
-    multiplicity: str = "holm"
+    multiplicity: str = "maxt"
     decisions: DecisionsConfig = field(default_factory=DecisionsConfig)
     seed: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
@@ -274,8 +274,10 @@ class AuditConfig:
                 f"validation.min_group_size must be >= 1, got {self.validation.min_group_size}"
             )
         pt = self.methods.permutation_tests
-        if pt.joint is None:  # joint permutation blocks are what multiplicity: maxt uses
-            pt.joint = self.multiplicity == "maxt"
+        if pt.joint is None:  # joint blocks matter when maxt decides rate-gap permutation tests
+            pt.joint = self.multiplicity == "maxt" and (
+                self.decisions.gap_null == "zero" or pt.alternative != "two-sided"
+            )
         gp = self.methods.group_parity
         if gp.tolerance < 0:
             raise ConfigError(f"methods.group_parity.tolerance must be >= 0, got {gp.tolerance}")

@@ -124,7 +124,7 @@ def prepare_demo(
             },
         },
         "alpha": 0.05,
-        "multiplicity": "holm",
+        "multiplicity": "maxt",
         "seed": seed,
     }
     config_path = demo_dir / "audit.yaml"

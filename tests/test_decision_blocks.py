@@ -227,3 +227,23 @@ def test_decide_family_with_blocks_matches_the_exact_rule_when_intervals_are_tig
     expected = block_adjusted(p, ids, list(range(6))) <= 0.05
     assert [d.decision == "reject" for d in res.decisions] == expected.tolist()
     assert "undetermined" not in [d.decision for d in res.decisions]
+
+
+def test_pairs_with_a_small_group_stay_out_of_the_joint_block() -> None:
+    """A 40-row group (below joint_min_group_size = 100) keeps its pairs as blocks of one;
+    the other pairs form the block, whose columns are exactly those pairs."""
+    rng = np.random.default_rng(8)
+    frame = data(1200, 3, rng)
+    small = pd.DataFrame({"g": ["tiny"] * 40, "y": rng.binomial(1, 0.4, 40)})
+    small["score"] = np.clip(rng.normal(0.5, 0.2, 40), 0, 1)
+    frame = pd.concat([frame, small], ignore_index=True)
+    ds = AuditDataset.from_frame(
+        frame, ColumnRoles(label="y", protected=("g",), score="score"), threshold=0.5
+    )
+    cfg = PermutationConfig(metrics=["tpr", "fpr"], n_permutations=99, joint=True)
+    res = run_permutation_tests(ds, cfg, seed=1)
+    joint = {f.key: f.joint for f in res.findings}
+    assert all((j is None) == ("tiny" in key) for key, j in joint.items()), joint
+    assert sorted(j.rank for j in joint.values() if j) == list(range(6))  # 2 metrics x 3 pairs
+    with pytest.raises(Exception, match="joint_min_group_size"):
+        PermutationConfig(joint_min_group_size=1)

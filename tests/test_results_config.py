@@ -99,7 +99,7 @@ def test_config_defaults_and_yaml(tmp_path) -> None:
     )
     cfg = AuditConfig.from_yaml(p)
     assert cfg.data.path == str(tmp_path / "d.csv")
-    assert cfg.threshold is None and cfg.alpha == 0.05 and cfg.multiplicity == "holm"
+    assert cfg.threshold is None and cfg.alpha == 0.05 and cfg.multiplicity == "maxt"
     assert cfg.methods.group_parity.tolerance == 0.05
     assert cfg.roles() == ColumnRoles("y", ("sex",), score="s")
     assert cfg.to_dict()["validation"]["min_group_size"] == 30

@@ -60,8 +60,13 @@ class PermutationConfig:
         by every pair and ratio metric of the attribute; ``fairengine.permutation.joint``), so
         that the audit's ``multiplicity: maxt`` can use the dependence between the tests
         (Westfall–Young maxT). Needs ``studentize: per_permutation``. Default ``None``: on when
-        the audit's ``multiplicity`` is ``maxt`` (about 1.5–3.5 s per attribute at 45,000 rows
-        and 1,999 permutations), off otherwise.
+        the audit's ``multiplicity`` is ``maxt`` and these tests decide (``decisions.gap_null:
+        zero``, or a one-sided ``alternative``), off otherwise (about 1.5–3.5 s per attribute at
+        45,000 rows and 1,999 permutations).
+    joint_min_group_size : only pairs of groups with at least this many rows join the joint
+        block; pairs with a smaller group are tested on their own (a block of one). The
+        studentized gap of a tiny group is heavy-tailed under permutation and would dominate the
+        block's maximum, costing every other test power. Default 100.
     max_tests : the most tests one audit may run (pairs of groups per attribute times
         metrics); more is an error before any test runs, naming the count. Default 500 (at
         1,999 permutations a test takes about 0.05-0.5 s on one core).
@@ -85,6 +90,7 @@ class PermutationConfig:
     histogram_bins: int = 30
     max_tests: int = 500
     joint: bool | None = None
+    joint_min_group_size: int = 100
 
     def __post_init__(self) -> None:
         def err(key: str, msg: str) -> ConfigError:
@@ -129,6 +135,11 @@ class PermutationConfig:
             raise err("min_group_size", f"must be >= 2, got {self.min_group_size}")
         if self.histogram_bins < 1:
             raise err("histogram_bins", f"must be >= 1, got {self.histogram_bins}")
+        if isinstance(self.joint_min_group_size, bool) or int(self.joint_min_group_size) < 2:
+            raise err(
+                "joint_min_group_size",
+                f"must be an integer >= 2, got {self.joint_min_group_size!r}",
+            )
         if isinstance(self.max_tests, bool) or int(self.max_tests) < 1:
             raise err("max_tests", f"must be an integer >= 1, got {self.max_tests!r}")
         if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):

@@ -161,21 +161,28 @@ def joint_family(
     probability: Any = None,
     alternative: str = "two-sided",
     scheme: str = "all_rows",
+    groups: Sequence[int] | None = None,
 ) -> JointFamily:
     """The family of studentized gaps of one attribute and its observed statistics.
 
     ``y`` 0/1 labels; ``prediction`` 0/1 positive predictions or probabilities in [0, 1]
     (expected counts); ``codes`` integer group codes in [0, ``n_groups``); ``metrics`` names of
     :data:`RATIO_METRICS` (aliases allowed); ``weights`` non-negative row weights (they multiply
-    a and b); ``probability`` the scores for ``calibration`` (default ``prediction``).
-    Raises :class:`DataContractError` naming the parameter at fault.
+    a and b); ``probability`` the scores for ``calibration`` (default ``prediction``);
+    ``groups`` the codes whose pairs form the family (default all; every row is still permuted,
+    so the other groups' rows move too). Raises :class:`DataContractError` naming the
+    parameter at fault.
     """
     ya, p, c, g, w, s = _check_data(y, prediction, codes, n_groups, weights, probability)
     names = _check_metrics(metrics)
     _check_choice("alternative", alternative, ALTERNATIVES)
     _check_choice("scheme", scheme, SCHEMES)
     n = ya.size
-    pairs = tuple((a, b) for a in range(g) for b in range(a + 1, g))
+    members = list(range(g)) if groups is None else sorted({int(k) for k in groups})
+    if any(not 0 <= k < g for k in members):
+        raise DataContractError(f"groups must be codes in [0, n_groups={g}), got {list(groups)}")
+    # every row is permuted; only pairs of the listed groups are columns of the family
+    pairs = tuple((a, b) for i, a in enumerate(members) for b in members[i + 1 :])
     labels = tuple((name, a, b) for name in names for a, b in pairs)
     values = np.concatenate(
         [row_values(RATIO_METRICS[name], ya, p, s, w) for name in names], axis=1

@@ -206,6 +206,10 @@ def _joint_family(
     if not metrics:
         return None
     enc = dataset.groups[attribute]
+    sizes = np.bincount(enc.codes, minlength=enc.n_groups)
+    members = [int(k) for k in np.flatnonzero(sizes >= config.joint_min_group_size)]
+    if len(members) < 2:
+        return None
     return joint_family(
         dataset.label,
         dataset.require_scores("permutation tests"),
@@ -216,6 +220,7 @@ def _joint_family(
         probability=dataset.probability,
         alternative=config.alternative,
         scheme=config.scheme,
+        groups=members,
     )
 
 
