@@ -101,7 +101,7 @@ def fixed_b_decisions(result: Any) -> dict[str, str]:
             first.append(_first_batch_pvalue(result, f))
         else:
             first.append(f.pvalue)
-    adj = adjust_pvalues(first, result.multiplicity)
+    adj = adjust_pvalues(first, "holm")  # the rule before the sequential decisions
     return {
         f.key: ("reject" if p <= result.alpha else "fail_to_reject")
         for f, p in zip(deciding, adj, strict=True)
