@@ -330,11 +330,12 @@ def decide_family(
     part_high = np.ones(n_parts)
 
     def update(ks: np.ndarray) -> None:
-        for k in ks:
-            lo, hi = clopper_pearson(s[k : k + 1], n[k : k + 1], errors[k][look[k]])
-            new_lo = min(max(part_low[k], float(lo[0])), part_high[k])
-            part_high[k] = max(min(part_high[k], float(hi[0])), new_lo)
-            part_low[k] = new_lo
+        """Intersect each part's interval with its Clopper–Pearson interval at this look."""
+        level = np.asarray([errors[k][look[k]] for k in ks])
+        lo, hi = clopper_pearson(s[ks], n[ks], level)
+        new_lo = np.minimum(np.maximum(part_low[ks], lo), part_high[ks])
+        part_high[ks] = np.maximum(np.minimum(part_high[ks], hi), new_lo)
+        part_low[ks] = new_lo
 
     exact = np.asarray([t.pvalue if t.pvalue is not None else np.nan for t in tests])
 

@@ -271,6 +271,7 @@ class PermutationResampler:
         self.config = config
         self.seed = int(seed)
         self._tests = {t.key: t for t in planned_tests(dataset, config)}
+        self._attr_index = {a: i for i, a in enumerate(_attributes(dataset, config))}
         self._families: dict[str, JointFamily | None] = {}
         self._joint_draws: dict[tuple[str, int, int], np.ndarray] = {}
 
@@ -299,7 +300,7 @@ class PermutationResampler:
             progress.report(
                 METHOD, f"joint permutations for {attr}: {start:,} -> {start + batch:,}"
             )
-            attr_index = _attributes(self.dataset, self.config).index(attr)
+            attr_index = self._attr_index[attr]
             self._joint_draws[cache_key] = _joint_counts(
                 family, self.seed, attr_index, start, batch
             )
@@ -335,7 +336,8 @@ def run_permutation_tests(
     warnings: list[str] = []
     tests: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    for test in planned_tests(dataset, config):
+    plan = planned_tests(dataset, config)
+    for test in plan:
         progress.report(METHOD, "tests", test.index, n_tests)
         key, where = test.key, test.where
         attr, human = test.attribute, _LABELS.get(test.metric_key, test.metric_name)
@@ -402,9 +404,7 @@ def run_permutation_tests(
                 "pvalue_interval_level": 0.95,
             }
         )
-    _joint_evidence(
-        dataset, config, findings, {t.key: t for t in planned_tests(dataset, config)}, seed
-    )
+    _joint_evidence(dataset, config, findings, {t.key: t for t in plan}, seed)
     raw = [t["pvalue"] for t in tests]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
     for t, p in zip(tests, adjusted, strict=True):
