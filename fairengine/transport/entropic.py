@@ -41,17 +41,23 @@ import torch
 
 from fairengine.errors import DataContractError
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
+from fairengine.transport.overrelaxation import (
+    RATE_WINDOW,
+    estimate_due,
+    overrelaxation_from_rate,
+)
+from fairengine.transport.sinkhorn_numpy import (
+    ABSORB,
+    CHECK_EVERY,
+    CHECK_FROM,
+    CUTOFF,
+    solve_uniform,
+    squared_cost,
+)
 
-# Absorb the scalings into the potentials once |log u| or |log v| exceeds _ABSORB, so
-# u_i v_j <= e^(2 _ABSORB); kernel entries with log-weight below -_CUTOFF are set to exactly 0,
-# an error of at most e^(2 _ABSORB - _CUTOFF) = e^-40 relative to an entry of the plan, while
-# every stored entry (>= e^-80) stays a normal float32 (denormals make products 5-10x slower).
-_ABSORB = 20.0
-_CUTOFF = 80.0
-# convergence and scaling-range checks: every iteration up to _CHECK_FROM, then every
-# _CHECK_EVERY-th (a scaling under e^_ABSORB grows by far less than e^(88 - 20) in 5 iterations)
-_CHECK_FROM = 50
-_CHECK_EVERY = 5
+# stabilization constants shared by the numpy and torch loops (documented in sinkhorn_numpy)
+_ABSORB, _CUTOFF, _CHECK_FROM, _CHECK_EVERY = ABSORB, CUTOFF, CHECK_FROM, CHECK_EVERY
+_SCALING_HI, _SCALING_LO = math.exp(_ABSORB), math.exp(-_ABSORB)
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -98,6 +104,12 @@ def median_cost(
     return float(np.median(((zs[i] - zt[j]) ** 2).sum(1)))
 
 
+NUMPY_MAX_ENTRIES = 4_000_000
+"""CPU problems up to this many kernel entries (2,000 x 2,000) run the numpy loop
+(:mod:`fairengine.transport.sinkhorn_numpy`: 2-3x less overhead per iteration); larger ones and
+CUDA run the torch loop (threaded products and exponentials)."""
+
+
 def sinkhorn_potentials(
     zs: np.ndarray,
     zt: np.ndarray,
@@ -108,21 +120,85 @@ def sinkhorn_potentials(
     dtype: str = "float32",
     device: str = "cpu",
     epsilon_label: str | None = None,
-    overrelaxation: float = 1.3,
+    overrelaxation: float | str = "auto",
     init: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Dual potentials (f, g) of entropic OT between uniform empirical measures.
 
     Stabilized scaling Sinkhorn (module docstring) with over-relaxation
-    u ← u^{1−ω} (a / Kv)^ω (Thibault et al. 2017; ω = ``overrelaxation``, default 1.3, which
-    about halves the iterations; it falls back to plain Sinkhorn, ω = 1, if it fails to
-    converge). ``epsilon`` is in cost units. Returns a dict
-    with ``f`` and ``g`` (float64 numpy), ``n_iter`` and ``marginal_error`` (‖P1 − a‖₁).
+    u ← u^{1−ω} (a / Kv)^ω (Thibault et al. 2017). ``overrelaxation`` "auto" (default) starts
+    plain and raises ω from the observed convergence rate towards the optimum
+    2 / (1 + √(1 − θ)) (:mod:`fairengine.transport.overrelaxation`); a number fixes ω. An
+    over-relaxed solve that fails to converge is repeated plain (ω = 1). ``epsilon`` is in
+    cost units. CPU problems up to :data:`NUMPY_MAX_ENTRIES` run a numpy loop, others torch.
+    Returns a dict with ``f`` and ``g`` (float64 numpy), ``n_iter``, ``marginal_error``
+    (‖P1 − a‖₁) and ``overrelaxation`` (the last ω).
     Raises :class:`TransportConvergenceError` naming ε when the marginal error stays above
     ``tol`` after ``max_iter`` iterations or when a potential becomes non-finite.
     """
     label = epsilon_label or f"epsilon={epsilon:.4g}"
     dt, dev = _dtype(dtype), _device(device)
+    if dev.type == "cpu" and len(zs) * len(zt) <= NUMPY_MAX_ENTRIES:
+        f_out, g_out, err, it, omega = _numpy_solve(
+            zs, zt, epsilon, max_iter, tol, dtype, overrelaxation, init
+        )
+    else:
+        f_out, g_out, err, it, omega = _torch_solve(
+            zs, zt, epsilon, max_iter, tol, dt, dev, overrelaxation, init
+        )
+    if not (math.isfinite(err) and np.isfinite(f_out).all() and np.isfinite(g_out).all()):
+        raise TransportConvergenceError(
+            f"Sinkhorn produced non-finite potentials at {label}; increase epsilon or use "
+            "dtype='float64'"
+        )
+    if err >= tol:
+        raise TransportConvergenceError(
+            f"Sinkhorn did not converge at {label} within max_iter={max_iter} iterations "
+            f"(marginal error {err:.2e} > tol={tol:g}); increase epsilon or max_iter"
+        )
+    return {
+        "f": f_out,
+        "g": g_out,
+        "n_iter": it,
+        "marginal_error": err,
+        "overrelaxation": omega,
+    }
+
+
+def _numpy_solve(
+    zs: np.ndarray,
+    zt: np.ndarray,
+    epsilon: float,
+    max_iter: int,
+    tol: float,
+    dtype: str,
+    overrelaxation: float | str,
+    init: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, float, int, float]:
+    cost = squared_cost(np.asarray(zs, np.float64), np.asarray(zt, np.float64))
+    run = solve_uniform(
+        cost,
+        epsilon,
+        max_iter=max_iter,
+        tol=tol,
+        dtype=np.float32 if dtype == "float32" else np.float64,
+        overrelaxation=overrelaxation,
+        init=init,
+    )
+    return run.f, run.g, run.marginal_error, run.n_iter, run.omega
+
+
+def _torch_solve(
+    zs: np.ndarray,
+    zt: np.ndarray,
+    epsilon: float,
+    max_iter: int,
+    tol: float,
+    dt: torch.dtype,
+    dev: torch.device,
+    overrelaxation: float | str,
+    init: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, float, int, float]:
     x = torch.as_tensor(zs, dtype=dt, device=dev)
     y = torch.as_tensor(zt, dtype=dt, device=dev)
     n, m = x.shape[0], y.shape[0]
@@ -147,10 +223,13 @@ def sinkhorn_potentials(
         return k.masked_fill_(k < -_CUTOFF, -math.inf).exp_()
 
     def iterate(
-        f: torch.Tensor, g: torch.Tensor, k: torch.Tensor, omega: float
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float, int]:
+        f: torch.Tensor, g: torch.Tensor, k: torch.Tensor, relax: float | str
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float, int, float]:
         u = torch.ones(n, dtype=dt, device=dev)
         v = torch.ones(m, dtype=dt, device=dev)
+        auto = relax == "auto"
+        omega = 1.0 if auto else float(relax)
+        errors: dict[int, float] = {}
         err, it = math.inf, 0
         for it in range(1, max_iter + 1):
             # the checks cost more than the products on small problems: every iteration at
@@ -161,6 +240,7 @@ def sinkhorn_potentials(
                 err = float((u * kv - a).abs().sum())
                 if not math.isfinite(err):
                     break
+                errors[it] = err
                 if err < tol and omega != 1.0:  # over-relaxed: columns are not exact, check them
                     err = max(err, float((v * (u @ k) - b).abs().sum()))
                 if err < tol:
@@ -169,38 +249,32 @@ def sinkhorn_potentials(
             u = a / kv if omega == 1.0 else u * kv.mul_(u).reciprocal_().mul_(a).pow_(omega)
             ku = u @ k
             v = b / ku if omega == 1.0 else v * ku.mul_(v).reciprocal_().mul_(b).pow_(omega)
+            if auto and estimate_due(it) and it - RATE_WINDOW in errors and it in errors:
+                rate = (errors[it] / errors[it - RATE_WINDOW]) ** (1.0 / RATE_WINDOW)
+                omega = overrelaxation_from_rate(rate, omega)
             if not check:
                 continue
-            lu, lv = torch.stack([u.log().abs().max(), v.log().abs().max()]).tolist()
-            if not (math.isfinite(lu) and math.isfinite(lv)):
+            # the range of the scalings from their extremes (no logarithm of whole arrays)
+            ext = torch.stack([u.max(), u.min(), v.max(), v.min()]).tolist()
+            if not (math.isfinite(ext[0]) and math.isfinite(ext[2]) and ext[1] > 0 and ext[3] > 0):
                 err = math.nan
                 break
-            if lu > _ABSORB or lv > _ABSORB:
+            if max(ext[0], ext[2]) > _SCALING_HI or min(ext[1], ext[3]) < _SCALING_LO:
                 f = f + epsilon * u.log()
                 g = g + epsilon * v.log()
                 k = kernel(f, g)
                 u.fill_(1.0)
                 v.fill_(1.0)
-        return f, g, u, v, err, it
+        return f, g, u, v, err, it, omega
 
     f0, g0 = f, g
-    f, g, u, v, err, it = iterate(f0, g0, kernel(f0, g0), overrelaxation)
+    f, g, u, v, err, it, omega = iterate(f0, g0, kernel(f0, g0), overrelaxation)
     if not err < tol and overrelaxation != 1.0:  # over-relaxation failed: plain Sinkhorn
-        f, g, u, v, err, it2 = iterate(f0, g0, kernel(f0, g0), 1.0)
+        f, g, u, v, err, it2, omega = iterate(f0, g0, kernel(f0, g0), 1.0)
         it += it2
     f_out = (f.double() + epsilon * u.double().log()).cpu().numpy()
     g_out = (g.double() + epsilon * v.double().log()).cpu().numpy()
-    if not (math.isfinite(err) and np.isfinite(f_out).all() and np.isfinite(g_out).all()):
-        raise TransportConvergenceError(
-            f"Sinkhorn produced non-finite potentials at {label}; increase epsilon or use "
-            "dtype='float64'"
-        )
-    if err >= tol:
-        raise TransportConvergenceError(
-            f"Sinkhorn did not converge at {label} within max_iter={max_iter} iterations "
-            f"(marginal error {err:.2e} > tol={tol:g}); increase epsilon or max_iter"
-        )
-    return {"f": f_out, "g": g_out, "n_iter": it, "marginal_error": err}
+    return f_out, g_out, err, it, omega
 
 
 def energy_distance(x: np.ndarray, y: np.ndarray) -> float:

@@ -54,6 +54,12 @@ from fairengine.transport.entropic import (
     median_cost,
     torch_threads,
 )
+from fairengine.transport.overrelaxation import (
+    RATE_WINDOW,
+    estimate_due,
+    overrelaxation_from_rates,
+)
+from fairengine.transport.sinkhorn_numpy import solve_uniform, squared_cost
 
 # float64 throughout: the shared kernel is not re-centred per replicate, so scalings and kernel
 # entries need float64's range (|log| up to ~700); entries below e^-_CUTOFF64 are set to 0, entries
@@ -116,15 +122,16 @@ def batched_sinkhorn(
     max_iter: int = 2000,
     tol: float = 1e-4,
     device: str = "cpu",
-    overrelaxation: float = 1.3,
+    overrelaxation: float | str = "auto",
 ) -> BatchSinkhorn:
     """Sinkhorn for R weightings of one cost matrix (module docstring).
 
     ``x`` (n, d) and ``y`` (m, d) standardized points; ``a`` (n, R) and ``b`` (m, R)
     non-negative weights, each column summing to 1; ``epsilon`` in cost units; ``f0``, ``g0``
-    the reference potentials the shared kernel is centred on. Over-relaxed updates
-    (ω = ``overrelaxation``) on the support of each replicate. A replicate stops when its L1
-    row-marginal error (and, over-relaxed, its column error) is below ``tol``.
+    the reference potentials the shared kernel is centred on. Over-relaxed updates on the
+    support of each replicate: ω = ``overrelaxation``, or with "auto" (default) one ω per
+    replicate raised from its observed rate (:mod:`fairengine.transport.overrelaxation`). A
+    replicate stops when its L1 row- and column-marginal errors are below ``tol``.
     """
     dt, dev = torch.float64, _device(device)
     xt = torch.as_tensor(x, dtype=dt, device=dev)
@@ -147,14 +154,17 @@ def batched_sinkhorn(
     converged = np.zeros(r_all, bool)
     n_iter = np.zeros(r_all, int)
     err_out = np.full(r_all, math.inf)
-    omega = overrelaxation
+    auto = overrelaxation == "auto"
+    omega = torch.full((r_all,), 1.0 if auto else float(overrelaxation), dtype=dt, device=dev)
+    history: dict[int, np.ndarray] = {}  # iteration -> row-marginal error per replicate
     zero = torch.zeros((), dtype=dt, device=dev)
 
     def keep(mask: np.ndarray) -> None:
-        nonlocal idx, aa, ba, apos, bpos, u, v
+        nonlocal idx, aa, ba, apos, bpos, u, v, omega
         sel = torch.as_tensor(np.flatnonzero(mask), device=dev)
         idx = idx[mask]
         aa, ba, apos, bpos, u, v = (t[:, sel] for t in (aa, ba, apos, bpos, u, v))
+        omega = omega[sel]
 
     for it in range(1, max_iter + 1):
         if len(idx) == 0:
@@ -163,10 +173,12 @@ def batched_sinkhorn(
         kv = k @ v
         if it > 1 and check:
             err = (u * kv - aa).abs().sum(0)
-            if omega != 1.0 and bool((err < tol).any()):  # columns are not exact: check them
+            if bool((err < tol).any()):  # over-relaxed columns are not exact: check them
                 err = torch.maximum(err, (v * (kt @ u) - ba).abs().sum(0))
             err_np = err.cpu().numpy()
             err_out[idx] = err_np
+            history[it] = np.full(r_all, np.nan)
+            history[it][idx] = err_np
             n_iter[idx] = it
             stop = (err_np < tol) | ~np.isfinite(err_np)
             if stop.any():
@@ -183,6 +195,10 @@ def batched_sinkhorn(
         u = torch.where(apos, u * (aa / (u * kv)).pow(omega), zero)
         ku = kt @ u
         v = torch.where(bpos, v * (ba / (v * ku)).pow(omega), zero)
+        if auto and estimate_due(it) and it in history and it - RATE_WINDOW in history:
+            rates = (history[it][idx] / history[it - RATE_WINDOW][idx]) ** (1.0 / RATE_WINDOW)
+            new = overrelaxation_from_rates(rates, omega.cpu().numpy())
+            omega = torch.as_tensor(new, dtype=dt, device=dev)
         if check:  # scalings out of the range the shared kernel serves: give the replicate up
             big = torch.maximum(_log_range(u), _log_range(v)).cpu().numpy()
             bad = ~(big <= _SCALING_LIMIT)
@@ -194,11 +210,14 @@ def batched_sinkhorn(
 
 
 def _log_range(s: torch.Tensor) -> torch.Tensor:
-    """Per column, max |log s| over the positive entries (inf if any entry is inf/nan)."""
+    """Per column, max |log s| over the positive entries (inf if any entry is inf/nan), from
+    the column's extremes (no logarithm of the whole array)."""
     pos = s > 0
-    logs = torch.where(pos, s.log().abs(), torch.zeros_like(s))
-    bad = ~torch.isfinite(s)
-    return torch.where(bad.any(0), torch.full_like(logs[0], math.inf), logs.max(0).values)
+    hi = s.amax(0)
+    lo = torch.where(pos, s, torch.full_like(s, math.inf)).amin(0)
+    out = torch.maximum(hi.log().abs(), lo.log().abs())
+    bad = ~torch.isfinite(s).all(0)
+    return torch.where(bad | ~torch.isfinite(out), torch.full_like(out, math.inf), out)
 
 
 def batched_images(
@@ -288,7 +307,7 @@ def stabilized_batch_sinkhorn(
     Returns potentials f (R, n), g (R, m) and a (R,) bool mask of replicates that reached
     ``tol`` with finite potentials (the others should be refitted on their own)."""
     r_all, n, m = x.shape[0], x.shape[1], y.shape[1]
-    dt = x.dtype
+    dt, dev = x.dtype, x.device
     a, b = 1.0 / n, 1.0 / m
     x2, y2 = (x * x).sum(2), (y * y).sum(2)
     cost = torch.baddbmm(x2[:, :, None] + y2[:, None, :], x, y.transpose(1, 2), alpha=-2.0)
@@ -300,14 +319,14 @@ def stabilized_batch_sinkhorn(
         k = (f[rows][:, :, None] + g[rows][:, None, :] - cost[rows]) / epsilon
         return k.masked_fill_(k < -_CUTOFF, -math.inf).exp_()
 
-    everything = torch.arange(r_all)
+    everything = torch.arange(r_all, device=dev)
     k = kernel(everything)
     kt = k.transpose(1, 2).contiguous()  # both products as row-vector x matrix (fast in torch)
-    u = torch.ones(r_all, n, dtype=dt)
-    v = torch.ones(r_all, m, dtype=dt)
+    u = torch.ones(r_all, n, dtype=dt, device=dev)
+    v = torch.ones(r_all, m, dtype=dt, device=dev)
     f_out, g_out = torch.empty_like(f), torch.empty_like(g)
-    done = torch.zeros(r_all, dtype=torch.bool)
-    failed = torch.zeros(r_all, dtype=torch.bool)
+    done = torch.zeros(r_all, dtype=torch.bool, device=dev)
+    failed = torch.zeros(r_all, dtype=torch.bool, device=dev)
     omega = overrelaxation
     for it in range(1, max_iter + 1):
         check = it <= _CHECK_FROM or it % _CHECK_EVERY == 0
@@ -346,8 +365,8 @@ def stabilized_batch_sinkhorn(
         if bool(bad.any()):  # keep the failed replicates from spreading NaNs through the batch
             u[bad] = 1.0
             v[bad] = 1.0
-    ok = (done & ~failed).numpy()
-    ok &= np.isfinite(f_out.numpy()).all(1) & np.isfinite(g_out.numpy()).all(1)
+    ok = (done & ~failed).cpu().numpy()
+    ok &= np.isfinite(f_out.cpu().numpy()).all(1) & np.isfinite(g_out.cpu().numpy()).all(1)
     return f_out, g_out, ok
 
 
@@ -395,9 +414,17 @@ def split_refits(
             sl = slice(start, min(start + chunk, r_all))
             xs = zt[torch.as_tensor(source[sl])]
             ys = zt[torch.as_tensor(target[sl])]
-            f, g, good = stabilized_batch_sinkhorn(
-                xs, ys, eps, max_iter=estimator.max_iter, tol=estimator.tol
-            )
+            if estimator.device == "cpu":
+                f, g, good = _one_by_one(xs, ys, eps, estimator.max_iter, estimator.tol)
+            else:
+                f, g, good = stabilized_batch_sinkhorn(
+                    xs.to(estimator.device),
+                    ys.to(estimator.device),
+                    eps,
+                    max_iter=estimator.max_iter,
+                    tol=estimator.tol,
+                )
+                f, g = f.cpu(), g.cpu()
             ok[sl] = good
             fz = _softmax_images(xs, ys, g, eps)
             images[sl] = _unstandardize(fz.double().numpy(), center, sd, active)
@@ -405,6 +432,29 @@ def split_refits(
                 bz = _softmax_images(ys, xs, f, eps)
                 inv[sl] = _unstandardize(bz.double().numpy(), center, sd, active)
     return images, inv, ok
+
+
+def _one_by_one(
+    xs: torch.Tensor, ys: torch.Tensor, eps: float, max_iter: int, tol: float
+) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """The replicates of :func:`split_refits` solved one at a time by the numpy loop
+    (:func:`~fairengine.transport.sinkhorn_numpy.solve_uniform`, adaptive over-relaxation), in
+    the points' dtype. On CPU this beats :func:`stabilized_batch_sinkhorn`: each replicate's
+    kernel stays in cache and stops at its own convergence (measured on Adult's self-map
+    halves, 49 x 250 x 250: 0.6 s against 3.4 s)."""
+    npd = np.float32 if xs.dtype == torch.float32 else np.float64
+    x64, y64 = xs.double().numpy(), ys.double().numpy()
+    f = np.zeros(x64.shape[:2])
+    g = np.zeros(y64.shape[:2])
+    good = np.zeros(len(x64), bool)
+    for r in range(len(x64)):
+        run = solve_uniform(
+            squared_cost(x64[r], y64[r]), eps, max_iter=max_iter, tol=tol, dtype=npd
+        )
+        good[r] = run.marginal_error < tol and np.isfinite(run.f).all() and np.isfinite(run.g).all()
+        if good[r]:
+            f[r], g[r] = run.f, run.g
+    return torch.as_tensor(f, dtype=xs.dtype), torch.as_tensor(g, dtype=xs.dtype), good
 
 
 def _softmax_images(

@@ -1,0 +1,179 @@
+r"""The stabilized scaling Sinkhorn of :func:`~fairengine.transport.entropic.sinkhorn_potentials`
+as a numpy loop, for the small CPU problems FlipTest solves by the hundred.
+
+Same algorithm as the torch loop (``../shared/docs/fliptest_ot.md`` §2-3): the kernel is stored
+around the current potentials, K_ij = exp((f_i + g_j − C_ij)/ε), entries with log-weight below
+−:data:`~fairengine.transport.entropic._CUTOFF` set to 0, the scalings absorbed into (f, g) when
+they leave [e^−20, e^20], convergence when the L1 row (and, over-relaxed, column) marginal
+error is below ``tol``. Over-relaxation is adaptive
+(:mod:`fairengine.transport.overrelaxation`).
+
+Why numpy: at FlipTest's sizes (250-2,000 points per side) an iteration is two matrix-vector
+products of ~10 µs and a dozen element-wise operations on vectors; torch spends 3-5 µs of
+dispatch on each of those, numpy about 1 µs, so the numpy loop is 2-3x faster per iteration
+(measured on 500 x 500 float32: ~45 µs against ~100 µs) and its kernel rebuild (one fused
+add-exp pass over a precomputed −C/ε in the kernel's dtype) 5x faster than recomputing the cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fairengine.transport.overrelaxation import RATE_WINDOW, estimate_due, overrelaxation_from_rate
+
+ABSORB = 20.0
+"""Scalings are absorbed into the potentials once |log u| or |log v| exceeds this, so
+u_i v_j <= e^(2 ABSORB)."""
+CUTOFF = 80.0
+"""Kernel entries with log-weight below −CUTOFF are exactly 0: an error of at most
+e^(2 ABSORB − CUTOFF) = e^−40 relative to an entry of the plan, while every stored entry
+(>= e^−80) stays a normal float32 (denormals make products 5-10x slower)."""
+CHECK_FROM = 50
+CHECK_EVERY = 5
+"""Convergence and scaling-range checks run every iteration up to CHECK_FROM, then every
+CHECK_EVERY-th (a scaling under e^ABSORB grows by far less than e^(88 − 20) in 5 iterations)."""
+
+
+@dataclass
+class SinkhornRun:
+    """One run of :func:`scaling_sinkhorn`: potentials (float64, scalings included),
+    iterations, final L1 marginal error (NaN when the scalings left the float range), and the
+    last over-relaxation used."""
+
+    f: np.ndarray
+    g: np.ndarray
+    n_iter: int
+    marginal_error: float
+    omega: float
+
+
+def squared_cost(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C_ij = ‖x_i − y_j‖² (float64, clipped at 0)."""
+    c = (x * x).sum(1)[:, None] + (y * y).sum(1)[None, :]
+    c -= 2.0 * (x @ y.T)
+    return np.maximum(c, 0.0, out=c)
+
+
+def c_transform_start(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """f_i = min_j C_ij, g_j = min_i (C_ij − f_i): every row and column of the first kernel
+    holds an entry 1."""
+    f = cost.min(1)
+    return f, (cost - f[:, None]).min(0)
+
+
+def scaling_sinkhorn(
+    cost: np.ndarray,
+    epsilon: float,
+    f: np.ndarray,
+    g: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float,
+    dtype: type[np.floating] = np.float32,
+    overrelaxation: float | str = "auto",
+) -> SinkhornRun:
+    """Stabilized scaling Sinkhorn between uniform weights on the rows and columns of ``cost``
+    (n x m, float64), from potentials ``f``, ``g`` (module docstring). ``overrelaxation`` is a
+    fixed ω or "auto" (start plain, raise ω from the observed rate)."""
+    n, m = cost.shape
+    a, b = 1.0 / n, 1.0 / m
+    f = np.array(f, dtype=np.float64)
+    g = np.array(g, dtype=np.float64)
+    neg_cost = (cost / -epsilon).astype(dtype)
+    k = np.empty((n, m), dtype)
+    floor = dtype(math.exp(-CUTOFF))
+
+    def rebuild() -> None:
+        np.add(neg_cost, (f / epsilon).astype(dtype)[:, None], out=k)
+        np.add(k, (g / epsilon).astype(dtype)[None, :], out=k)
+        np.maximum(k, -CUTOFF - 1.0, out=k)  # no denormals from exp
+        np.exp(k, out=k)
+        np.multiply(k, k >= floor, out=k)  # 3x faster than a masked assignment
+
+    rebuild()
+    u = np.ones(n, dtype)
+    v = np.ones(m, dtype)
+    ru = np.empty(n, dtype)
+    rv = np.empty(m, dtype)
+    auto = overrelaxation == "auto"
+    omega = 1.0 if auto else float(overrelaxation)
+    hi, lo = math.exp(ABSORB), math.exp(-ABSORB)
+    errors: dict[int, float] = {}
+    err, it = math.inf, 0
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # failures are checked
+        for it in range(1, max_iter + 1):
+            check = it <= CHECK_FROM or it % CHECK_EVERY == 0
+            np.multiply(u, k @ v, out=ru)  # row marginal of the current plan
+            if it > 1 and check:
+                err = float(np.abs(ru - a).sum())
+                if not math.isfinite(err):
+                    break
+                errors[it] = err
+                if err < tol and omega != 1.0:  # over-relaxed: columns are not exact, check them
+                    err = max(err, float(np.abs(v * (u @ k) - b).sum()))
+                if err < tol:
+                    break
+            # u <- u (a / (u Kv))^ω, v likewise
+            np.divide(a, ru, out=ru)
+            if omega != 1.0:
+                np.power(ru, omega, out=ru)
+            u *= ru
+            np.multiply(v, u @ k, out=rv)
+            np.divide(b, rv, out=rv)
+            if omega != 1.0:
+                np.power(rv, omega, out=rv)
+            v *= rv
+            if auto and estimate_due(it) and it - RATE_WINDOW in errors and it in errors:
+                rate = (errors[it] / errors[it - RATE_WINDOW]) ** (1.0 / RATE_WINDOW)
+                omega = overrelaxation_from_rate(rate, omega)
+            if not check:
+                continue
+            umax, umin, vmax, vmin = u.max(), u.min(), v.max(), v.min()
+            if not (math.isfinite(umax) and math.isfinite(vmax) and umin > 0 and vmin > 0):
+                err = math.nan
+                break
+            if umax > hi or umin < lo or vmax > hi or vmin < lo:
+                f += epsilon * np.log(u.astype(np.float64))
+                g += epsilon * np.log(v.astype(np.float64))
+                rebuild()
+                u.fill(1.0)
+                v.fill(1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_out = f + epsilon * np.log(u.astype(np.float64))
+        g_out = g + epsilon * np.log(v.astype(np.float64))
+    return SinkhornRun(f_out, g_out, it, err, omega)
+
+
+def solve_uniform(
+    cost: np.ndarray,
+    epsilon: float,
+    *,
+    max_iter: int,
+    tol: float,
+    dtype: type[np.floating] = np.float32,
+    overrelaxation: float | str = "auto",
+    init: tuple[np.ndarray, np.ndarray] | None = None,
+) -> SinkhornRun:
+    """:func:`scaling_sinkhorn` from the c-transform start (or ``init``); an over-relaxed run
+    that does not reach ``tol`` is repeated plain (ω = 1), its iterations added."""
+    f0, g0 = c_transform_start(cost) if init is None else init
+    run = scaling_sinkhorn(
+        cost,
+        epsilon,
+        f0,
+        g0,
+        max_iter=max_iter,
+        tol=tol,
+        dtype=dtype,
+        overrelaxation=overrelaxation,
+    )
+    if not run.marginal_error < tol and overrelaxation != 1.0:
+        first = run.n_iter
+        run = scaling_sinkhorn(
+            cost, epsilon, f0, g0, max_iter=max_iter, tol=tol, dtype=dtype, overrelaxation=1.0
+        )
+        run.n_iter += first
+    return run
