@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -149,7 +151,8 @@ class Resampler(Protocol):
 
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         """Exceedances among ``batch`` new resamples of part ``part`` of test ``key``; ``start``
-        is the number already drawn (each (key, part, start) must be an independent stream)."""
+        is the number already drawn (each (key, part, start) must be an independent stream).
+        Called from several threads at once for different tests (thread-safe)."""
         ...
 
 
@@ -285,6 +288,21 @@ def _rule(
     return adjusted, rejected
 
 
+DRAW_WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Threads drawing one look's batches at once: each batch is its own seeded stream, so the
+exceedances do not depend on the order or the number of threads; the resamplers' numpy work
+releases the GIL (the decide step runs after every method, alone, so it can use every core)."""
+
+
+def _draw_look(resampler: Resampler, requests: list[tuple[str, str, int, int]]) -> list[int]:
+    """Exceedances for each (key, part, start, batch) of one look, on :data:`DRAW_WORKERS`
+    threads."""
+    if len(requests) <= 1 or DRAW_WORKERS == 1:
+        return [int(resampler.draw(*r)) for r in requests]
+    with ThreadPoolExecutor(max_workers=min(DRAW_WORKERS, len(requests))) as pool:
+        return [int(x) for x in pool.map(lambda r: resampler.draw(*r), requests)]
+
+
 def decide_family(
     tests: Sequence[FamilyTest],
     alpha: float = 0.05,
@@ -367,10 +385,12 @@ def decide_family(
             break
         open_per_look.append(int(np.unique(own[todo]).size))
         assert resampler is not None
-        for k in todo:
-            start = int(n[k])
-            batch = int(schedules[k][look[k] + 1] - start)
-            got = int(resampler.draw(tests[own[k]].key, names[k], start, batch))
+        batches = {int(k): int(schedules[k][look[k] + 1] - n[k]) for k in todo}
+        exceedances = _draw_look(
+            resampler, [(tests[own[k]].key, names[k], int(n[k]), batches[k]) for k in todo]
+        )
+        for k, got in zip(todo, exceedances, strict=True):
+            batch = batches[int(k)]
             if not 0 <= got <= batch:
                 raise DecisionSettingsError(
                     f"resampler returned {got} exceedances for a batch of {batch} "

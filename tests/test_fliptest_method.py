@@ -11,6 +11,7 @@ import pytest
 
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
+from fairengine.devices import resolve_device
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.fliptest import FlipTestConfig, run_fliptest
 from fairengine.roles import ColumnRoles
@@ -42,6 +43,8 @@ def test_result_contract(lipton):
     cfg = FlipTestConfig(enabled=True, epsilon=0.03, **FAST)
     r = run_fliptest(lipton, cfg, seed=1, predict_proba=_hire_proba)
     assert r.method == "fliptest" and r.status == "ok"
+    assert r.parameters["device_requested"] == "auto"  # the default, resolved and recorded
+    assert r.parameters["device"] == resolve_device("auto")
     keys = {f.key for f in r.findings}
     assert keys == {
         "fliptest_pos.gender.man_woman",
@@ -107,6 +110,7 @@ def test_equalized_odds_and_protected_as_feature(lipton):
         ("stable_threshold", 1.5, "methods.fliptest.stable_threshold"),
         ("epsilon", 0.0, "methods.fliptest.epsilon"),
         ("cost", "sqcityblock", "methods.fliptest.cost"),
+        ("device", "gpu", "methods.fliptest.device must be 'auto'"),
     ],
 )
 def test_config_errors_name_the_key(field, value, match):

@@ -139,6 +139,7 @@ def test_diverging_attack_fails_with_reason() -> None:
         ({"ddof": 3}, "methods.individual_fairness.ddof"),
         ({"dtype": "float16"}, "methods.individual_fairness.dtype"),
         ({"max_rows": 1}, "methods.individual_fairness.max_rows"),
+        ({"device": "gpu"}, "methods.individual_fairness.device"),
     ],
 )
 def test_config_validation(kwargs: dict, key: str) -> None:

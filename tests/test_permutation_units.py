@@ -283,6 +283,10 @@ def test_config_validation_names_key_path() -> None:
         PermutationConfig(studentize="bootstrap")
     with pytest.raises(ConfigError, match=r"custom_metrics\.mine"):
         PermutationConfig(custom_metrics={"mine": "nocolon"})
+    with pytest.raises(ConfigError, match=r"methods\.permutation_tests\.backend.*'auto'"):
+        PermutationConfig(backend="jax")
+    with pytest.raises(ConfigError, match=r"methods\.permutation_tests\.device must be 'auto'"):
+        PermutationConfig(device="gpu")
 
 
 def frame(n: int = 900, seed: int = 0, weights: bool = False) -> pd.DataFrame:

@@ -728,6 +728,13 @@ def test_intersectional_block_shows_estimators_pair_and_smallest_cells() -> None
     assert f"{eps:.4f}" in html
 
 
+def assert_device_rows(html: str, device: str, requested: str) -> None:
+    """The method's parameters table shows the device it ran on and the requested one."""
+    assert device in ("cpu", "cuda") or device.startswith("cuda:")
+    assert f'<th scope="row">device</th><td>{device}</td>' in html
+    assert f'<th scope="row">device_requested</th><td>{requested}</td>' in html
+
+
 def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     """The LiFT-suite and permutation-test blocks render from real method results."""
     import numpy as np
@@ -757,6 +764,8 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     assert "could not draw" not in html
     assert "Four-fifths rule" in html and "Total variation" in html
     assert "Permutation distribution of the statistic" in html
+    assert_device_rows(html, pt.parameters["device"], "auto")
+    assert '<th scope="row">backend_requested</th><td>auto</td>' in html
     test = pt.details["tests"][0]
     assert f"{test['difference']:.4f}" in html
     assert html.count("<svg") >= min(len(pt.details["tests"]), 12)
@@ -789,6 +798,7 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
     assert "Points with the largest loss ratios" in html
     assert "Loss ratio vs attack steps" in html
     assert fmt_number(m.details["loss_ratio"]["statistic"]) in html
+    assert_device_rows(html, m.parameters["device"], "auto")
 
 
 def test_fliptest_block_renders_a_real_result() -> None:
@@ -822,6 +832,7 @@ def test_fliptest_block_renders_a_real_result() -> None:
     assert "could not draw" not in html
     assert "Transparency report" in html and "vs its flipsets" in html
     assert "NaN [NaN, NaN]" not in html
+    assert_device_rows(html, m.parameters["device"], "auto")
 
 
 def test_input_warnings_are_shown_in_the_verdict_banner_before_the_reasons(

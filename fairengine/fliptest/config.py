@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fairengine.devices import check_device
 from fairengine.errors import ConfigError
 from fairengine.setting_checks import require_integers
 
@@ -54,7 +55,10 @@ class FlipTestConfig:
     top_features : transparency entries kept in the details per flipset. Default 10.
     histogram_bins : bins of the flipset marginal histograms. Default 20.
     gan_epochs : generator updates for estimator "gan". Default 20000.
-    device : "cpu" (default) or "cuda" for the torch-based maps.
+    device : torch device of the entropic and GAN maps: "auto" (default; CUDA when torch sees a
+        GPU, else CPU), "cpu", "cuda" or "cuda:<n>". Resolved when the run starts; the result's
+        ``parameters`` record the device used (``device``) and this setting
+        (``device_requested``).
     n_jobs : group pairs processed concurrently, on threads; results do not depend on it
         (every pair has its own seed). Default 1: at 500 per group on 2 cores, 2 threads gave
         no speed-up (the Sinkhorn loop's many small kernels hold the GIL).
@@ -82,7 +86,7 @@ class FlipTestConfig:
     top_features: int = 10
     histogram_bins: int = 20
     gan_epochs: int = 20000
-    device: str = "cpu"
+    device: str = "auto"
     n_jobs: int = 1
 
     def __post_init__(self) -> None:
@@ -124,7 +128,6 @@ class FlipTestConfig:
         for name in ("confidence_level", "alpha", "stable_threshold"):
             if not 0.0 < getattr(self, name) < 1.0:
                 raise bad(name, "in (0, 1)")
-        if self.device not in ("cpu", "cuda"):
-            raise bad("device", "'cpu' or 'cuda'")
+        check_device(self.device, "methods.fliptest.device")
         if self.attributes is not None and not all(isinstance(a, str) for a in self.attributes):
             raise bad("attributes", "a list of column names or null")

@@ -24,6 +24,7 @@ from sklearn.base import clone
 
 from fairengine import progress
 from fairengine.dataset import AuditDataset
+from fairengine.devices import resolve_device
 from fairengine.errors import DataContractError
 from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.fliptest.config import FlipTestConfig
@@ -59,15 +60,26 @@ NULL_HYPOTHESIS = (
 PredictProba = Callable[[pd.DataFrame], Any]
 
 
-def make_estimator(config: FlipTestConfig, seed: int) -> TransportMap:
-    """The transport map configured by ``config``."""
+def map_device(config: FlipTestConfig) -> str:
+    """The device the configured map runs on: ``config.device`` resolved (``auto``: CUDA when
+    available, else CPU) for the torch maps (entropic, gan); ``"cpu"`` for the numpy maps
+    (exact, linear), which ignore the setting."""
+    if config.estimator not in ("entropic", "gan"):
+        return "cpu"
+    return resolve_device(config.device, "methods.fliptest.device")
+
+
+def make_estimator(config: FlipTestConfig, seed: int, device: str | None = None) -> TransportMap:
+    """The transport map configured by ``config``, on ``device`` (default
+    :func:`map_device`)."""
+    device = map_device(config) if device is None else device
     # held, not rejected: halves and resamples of one group often have constant one-hot columns
     hold = "hold"
     if config.estimator == "entropic":
         return EntropicMap(
             epsilon=config.epsilon,
             epsilon_grid=tuple(config.epsilon_grid),
-            device=config.device,
+            device=device,
             random_state=seed,
             constant_features=hold,
         )
@@ -78,7 +90,7 @@ def make_estimator(config: FlipTestConfig, seed: int) -> TransportMap:
     return GANMap(
         epochs=config.gan_epochs,
         cost=config.cost,
-        device=config.device,
+        device=device,
         random_state=seed,
         constant_features=hold,
     )
@@ -306,7 +318,8 @@ def run_fliptest(
             f"({list(dataset.groups)})"
         )
     rng = np.random.default_rng(seed)
-    estimator = make_estimator(config, seed)
+    device = map_device(config)
+    estimator = make_estimator(config, seed, device)
     eo = config.mode == "equalized_odds"
     findings: list[Finding] = []
     warnings: list[str] = []
@@ -374,7 +387,13 @@ def run_fliptest(
     return MethodResult(
         method=METHOD,
         title=TITLE,
-        parameters={**_params(config), "threshold_used": threshold, "seed": seed},
+        parameters={
+            **_params(config),
+            "device": device,
+            "device_requested": config.device,
+            "threshold_used": threshold,
+            "seed": seed,
+        },
         findings=findings,
         details={
             "estimator": config.estimator,

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fairengine import progress
+from fairengine import devices, progress
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.individual.fair_metric import FairMetricBase
 
@@ -86,13 +86,9 @@ def step_sizes(
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``"auto"``/None → CUDA when available else CPU; ``"cuda"`` without a GPU is an error."""
-    if device is None or str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device")
-    return dev
+    """``"auto"``/None → CUDA when available else CPU; ``"cuda"`` without a GPU is an error
+    (:func:`fairengine.devices.resolve_device`)."""
+    return torch.device(devices.resolve_device(None if device is None else str(device)))
 
 
 def project_simplex(U: torch.Tensor, full: bool = True) -> torch.Tensor:

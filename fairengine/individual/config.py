@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairengine.devices import check_device
 from fairengine.errors import ConfigError
 from fairengine.setting_checks import require_integer
 
@@ -68,7 +69,9 @@ class IndividualConfig:
     fd_step: finite-difference step h (encoded units). Default 1e-4.
     smoothing_sigma: σ of the Gaussian-smoothing gradient. Default 0.1.
     smoothing_samples: directions per row and step for ``smoothed``. Default 20.
-    device: ``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda``. Default ``auto``.
+    device: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:<n>``.
+        Default ``auto``. The result's ``parameters`` record the device used (``device``) and
+        this setting (``device_requested``).
     chunk_rows: rows per attack batch (memory bound; results do not depend on it); null = all.
     num_threads: torch CPU threads for the attack; null = torch's default. Default null.
     dtype: ``float64`` (default; exact reproduction) or ``float32`` (about 2x faster on CPU).
@@ -138,7 +141,7 @@ class IndividualConfig:
         _finite(self.fd_step, "fd_step", low=0.0, strict=True)
         _finite(self.smoothing_sigma, "smoothing_sigma", low=0.0, strict=True)
         _integer(self.smoothing_samples, "smoothing_samples", 1)
-        _choice(self.device, "device", ("auto", "cpu", "cuda"))
+        check_device(self.device, f"{_KEY}.device")
         if self.chunk_rows is not None:
             _integer(self.chunk_rows, "chunk_rows", 1)
         if self.num_threads is not None:

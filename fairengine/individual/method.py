@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from fairengine.dataset import AuditDataset
+from fairengine.devices import resolve_device
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.individual.attack import FlowResult, gradient_flow
 from fairengine.individual.config import IndividualConfig
@@ -104,6 +105,7 @@ def run_individual_fairness(
         )
     if not isinstance(dataset, AuditDataset):
         raise DataContractError(f"dataset must be an AuditDataset, got {type(dataset).__name__}")
+    device = resolve_device(cfg.device, "methods.individual_fairness.device")
     warnings: list[str] = []
     cols = list(dataset.feature_columns)
     if not cols:
@@ -192,11 +194,14 @@ def run_individual_fairness(
         adapter.classifier, X, y, metric, lam=cfg.lam, steps=cfg.steps, eta=cfg.eta,
         schedule=cfg.schedule, power=cfg.power, domain=cfg.domain, lower=lower, upper=upper,
         onehot_groups=groups, mutable_mask=mutable, record_steps=record.tolist(),
-        chunk_rows=cfg.chunk_rows, device=cfg.device, num_threads=cfg.num_threads,
+        chunk_rows=cfg.chunk_rows, device=device, num_threads=cfg.num_threads,
         dtype=torch.float32 if cfg.dtype == "float32" else torch.float64,
     )  # fmt: skip
     warnings.extend(flow.warnings)
-    params = _parameters(cfg) | {"seed": seed, "model": adapter.description}
+    params = _parameters(cfg) | {
+        "device": device, "device_requested": cfg.device, "seed": seed,
+        "model": adapter.description,
+    }  # fmt: skip
     if flow.n_diverged:
         return MethodResult(
             method=METHOD, title=TITLE, status="failed", parameters=params,

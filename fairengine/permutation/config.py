@@ -11,12 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairengine.devices import check_device, resolve_device
 from fairengine.errors import ConfigError
 from fairengine.multiplicity import METHODS as MULTIPLICITY_METHODS
 from fairengine.permutation.metrics import ALIASES, BUILTIN_METRICS
 from fairengine.permutation.two_group import ALTERNATIVES, BACKENDS, SCHEMES, STUDENTIZATIONS
 
 WHERE = "methods.permutation_tests"
+#: ``backend`` values of the configuration: ``auto`` is resolved by :func:`resolve_backend`.
+CONFIG_BACKENDS: tuple[str, ...] = ("auto", *BACKENDS)
 
 
 @dataclass
@@ -51,9 +54,16 @@ class PermutationConfig:
         Default 10.
     custom_metrics : ``{name: "package.module:function"}``; each function is
         ``f(y, score, weights) -> float`` (score = probability). Default ``{}``.
-    backend : ``numpy`` (default) or ``torch`` (AUC permutations on ``device``).
-    device : torch device for ``backend: torch``: ``cuda``, ``cpu`` or ``None`` (default: CUDA
-        when available).
+    backend : engine of the AUC permutations (the other metrics always use numpy): ``auto``
+        (default: ``torch`` when ``device`` resolves to a CUDA GPU, else ``numpy``, the fast
+        path on a CPU), ``numpy`` or ``torch`` (on ``device``). torch draws its permutations
+        from its own generator, so at the same seed its p-values differ from numpy's by
+        Monte-Carlo noise only (both are valid permutation p-values).
+    device : torch device for ``backend: torch``/``auto``: ``auto`` (default; CUDA when torch
+        sees a GPU, else CPU), ``cpu``, ``cuda`` or ``cuda:<n>``; ``None`` means ``auto``.
+        The result's ``parameters`` record the backend and device used (``backend``,
+        ``device``; ``cpu`` for numpy) beside these settings (``backend_requested``,
+        ``device_requested``).
     histogram_bins : bins of each permutation-distribution histogram in the details.
         Default 30.
     joint : also draw joint permutations of each attribute's group codes (one permutation shared
@@ -85,8 +95,8 @@ class PermutationConfig:
     n_bootstrap: int = 50
     min_group_size: int = 10
     custom_metrics: dict[str, Any] = field(default_factory=dict)
-    backend: str = "numpy"
-    device: str | None = None
+    backend: str = "auto"
+    device: str | None = "auto"
     histogram_bins: int = 30
     max_tests: int = 500
     joint: bool | None = None
@@ -121,7 +131,7 @@ class PermutationConfig:
             ("studentize", self.studentize, STUDENTIZATIONS),
             ("scheme", self.scheme, SCHEMES),
             ("family_multiplicity", self.family_multiplicity, MULTIPLICITY_METHODS),
-            ("backend", self.backend, BACKENDS),
+            ("backend", self.backend, CONFIG_BACKENDS),
         ):
             if value not in allowed:
                 raise err(key, f"must be one of {list(allowed)}, got {value!r}")
@@ -142,8 +152,21 @@ class PermutationConfig:
             )
         if isinstance(self.max_tests, bool) or int(self.max_tests) < 1:
             raise err("max_tests", f"must be an integer >= 1, got {self.max_tests!r}")
-        if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
-            raise err("device", f"must be 'cpu', 'cuda' or null, got {self.device!r}")
+        if self.device is not None:
+            check_device(self.device, f"{WHERE}.device")
+
+
+def resolve_backend(config: PermutationConfig) -> tuple[str, str]:
+    """The ``(backend, device)`` the AUC permutations run on: ``("numpy", "cpu")`` or
+    ``("torch", <device>)``. ``backend: auto`` is torch when ``device`` resolves to a CUDA GPU,
+    numpy otherwise; ``device: cuda`` without a GPU is a :class:`ConfigError` (for ``auto`` and
+    ``torch``; ``numpy`` ignores ``device``)."""
+    if config.backend == "numpy":
+        return "numpy", "cpu"
+    device = resolve_device(config.device, f"{WHERE}.device")
+    if config.backend == "auto" and not device.startswith("cuda"):
+        return "numpy", "cpu"
+    return "torch", device
 
 
 def n_pairs(levels: int) -> int:

@@ -11,6 +11,7 @@ histogram, the Monte-Carlo error of the p-value and its Wilson interval.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from fairengine.permutation.config import (
     PermutationConfig,
     permutation_bound_problem,
     planned_permutation_tests,
+    resolve_backend,
 )
 from fairengine.permutation.joint import JointFamily, joint_family, maxt_exceedances
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
@@ -161,6 +163,7 @@ def _run_test(
     enc = dataset.groups[test.attribute]
     rows = (enc.codes == test.a) | (enc.codes == test.b)
     w = dataset.weights
+    backend, device = resolve_backend(config)
     return permutation_test(
         dataset.label[rows],
         prediction[rows],
@@ -176,8 +179,8 @@ def _run_test(
         n_bootstrap=int(config.n_bootstrap),
         min_group_size=int(config.min_group_size),
         seed=rng,
-        backend=config.backend,
-        device=config.device,
+        backend=backend,
+        device=device,
         group_names=(f"{test.attribute}={test.group_a}", f"{test.attribute}={test.group_b}"),
     )
 
@@ -274,6 +277,7 @@ class PermutationResampler:
         self._attr_index = {a: i for i, a in enumerate(_attributes(dataset, config))}
         self._families: dict[str, JointFamily | None] = {}
         self._joint_draws: dict[tuple[str, int, int], np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def can_extend(self, key: str) -> bool:
         return self.config.enabled and key in self._tests
@@ -290,12 +294,26 @@ class PermutationResampler:
     def _draw_joint(self, test: PlannedTest, start: int, batch: int) -> int:
         """One batch of joint permutations serves every open test of the block (cached)."""
         attr = test.attribute
-        if attr not in self._families:
-            self._families[attr] = _joint_family(self.dataset, self.config, attr)
-        family = self._families[attr]
+        with self._lock:
+            if attr not in self._families:
+                self._families[attr] = _joint_family(self.dataset, self.config, attr)
+            family = self._families[attr]
         if family is None:
             raise ValueError(f"{test.key}: no joint permutation block")
         cache_key = (attr, int(start), int(batch))
+        with self._lock:  # one batch per block, even when its tests are drawn on threads
+            counts = self._joint_counts_cached(family, attr, cache_key, start, batch)
+        j = family.labels.index((test.metric_key, test.a, test.b))
+        return int(counts[j])
+
+    def _joint_counts_cached(
+        self,
+        family: JointFamily,
+        attr: str,
+        cache_key: tuple[str, int, int],
+        start: int,
+        batch: int,
+    ) -> np.ndarray:
         if cache_key not in self._joint_draws:
             progress.report(
                 METHOD, f"joint permutations for {attr}: {start:,} -> {start + batch:,}"
@@ -304,8 +322,7 @@ class PermutationResampler:
             self._joint_draws[cache_key] = _joint_counts(
                 family, self.seed, attr_index, start, batch
             )
-        j = family.labels.index((test.metric_key, test.a, test.b))
-        return int(self._joint_draws[cache_key][j])
+        return self._joint_draws[cache_key]
 
 
 def run_permutation_tests(
@@ -326,6 +343,7 @@ def run_permutation_tests(
             method=METHOD, title=TITLE, status="not_run", reason="disabled in the configuration"
         )
     dataset.require_scores("permutation tests")
+    backend, device = resolve_backend(config)  # a ConfigError here, before any test runs
     attrs = _attributes(dataset, config)
     levels = {a: dataset.groups[a].n_groups for a in attrs}
     too_many = permutation_bound_problem(config, levels)
@@ -443,8 +461,10 @@ def run_permutation_tests(
             "n_bootstrap": int(config.n_bootstrap),
             "min_group_size": int(config.min_group_size),
             "custom_metrics": dict(config.custom_metrics),
-            "backend": config.backend,
-            "device": config.device,
+            "backend": backend,
+            "backend_requested": config.backend,
+            "device": device,
+            "device_requested": config.device,
             "seed": seed,
             "prediction": dataset.prediction_mode,
             "threshold": dataset.threshold,

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from fairengine.devices import resolve_device
 from fairengine.errors import DataContractError
 from fairengine.intervals import newcombe_interval, wald_interval, wilson_interval, z_value
 from fairengine.permutation import auc as auc_mod
@@ -322,8 +323,10 @@ def permutation_test(
         bootstrap). Default 50.
     min_group_size : fewest rows a group may have. Default 2.
     seed : seed or ``numpy.random.Generator`` (reproducible by default).
-    backend : ``numpy`` (default) or ``torch`` (AUC only; ``device`` ``cuda``/``cpu``,
-        default cuda when available).
+    backend : ``numpy`` (default) or ``torch`` (AUC only; ``device`` ``auto``/``None`` (the
+        default: CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:<n>``; a CUDA
+        device torch does not see is a :class:`~fairengine.errors.ConfigError`). torch draws
+        its own permutations, so its p-values differ from numpy's by Monte-Carlo noise only.
     group_names : names of A and B used in error messages.
 
     Raises :class:`DataContractError` for bad input, a group smaller than ``min_group_size``,
@@ -704,9 +707,7 @@ def _auc_null_torch(
         import torch
     except ImportError as exc:  # pragma: no cover - torch is a dependency
         raise DataContractError("backend='torch' needs torch installed") from exc
-    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if dev.startswith("cuda") and not torch.cuda.is_available():
-        raise DataContractError("device='cuda' was requested but no CUDA GPU is available")
+    dev = resolve_device(device)
     gen = torch.Generator(device=dev).manual_seed(seed)
     np_rng = np.random.default_rng(seed)
     n1, n0 = ranked.n_pos, ranked.n_neg

