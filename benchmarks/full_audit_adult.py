@@ -84,18 +84,15 @@ class PreparedAdult:
     seconds: float
 
 
-def prepare_adult(home: Path, rows: str = "all", seed: int = 0) -> PreparedAdult:
-    """Write the numeric Adult audit table and register the logistic-regression model."""
-    import mlflow
+def adult_table(adult_dir: Path = ADULT) -> tuple[Any, list[str], Any, Any]:
+    """The numeric Adult audit table (all cleaned rows), the model's feature columns, the
+    logistic regression fitted on the train-file rows and the train-file row mask."""
     import pandas as pd
-    from mlflow import MlflowClient
-    from sklearn import __version__ as sklearn_version
     from sklearn.linear_model import LogisticRegression
 
     from fairengine.datasets import load_adult
 
-    start = time.perf_counter()
-    frame = load_adult(ADULT, split="both").frame
+    frame = load_adult(adult_dir, split="both").frame
     keep = frame[["workclass", "occupation", "native_country"]].notna().all(axis=1)
     f = frame.loc[keep].reset_index(drop=True)
     train = (f["split"] == "train").to_numpy()
@@ -108,6 +105,17 @@ def prepare_adult(home: Path, rows: str = "all", seed: int = 0) -> PreparedAdult
     model = LogisticRegression(max_iter=2000).fit(
         table.loc[train, features], table.loc[train, "income_gt_50k"]
     )
+    return table, features, model, train
+
+
+def prepare_adult(home: Path, rows: str = "all", seed: int = 0) -> PreparedAdult:
+    """Write the numeric Adult audit table and register the logistic-regression model."""
+    import mlflow
+    from mlflow import MlflowClient
+    from sklearn import __version__ as sklearn_version
+
+    start = time.perf_counter()
+    table, features, model, train = adult_table()
 
     uri = os.environ["MLFLOW_TRACKING_URI"]
     mlflow.set_tracking_uri(uri)

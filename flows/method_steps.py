@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +25,7 @@ from prefect.futures import as_completed
 from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
+from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
 from fairengine.results import MethodResult
 from tasks.caching import method_cache_policy
 from tasks.settings import default_cache_dir
@@ -140,8 +142,26 @@ def run_methods(
     ``model`` is the loaded model handle (see :func:`tasks.model.model_handles`) or ``None`` when
     the scores come from the data; ``model_info`` its registry identity (for cache keys).
     ``timings`` receives each method's compute time (``"<name> (cached)": 0`` for a method whose
-    result came from the cache).
+    result came from the cache). When the enabled methods are at least as many as the cores,
+    the numeric libraries run single-threaded meanwhile
+    (:func:`fairengine.library_threads.single_threaded`): on 2 cores, nested BLAS/torch pools
+    made FlipTest's small products 3-16x slower.
     """
+    enabled = sum(bool(method_config(cfg, s.name).enabled) for s in METHOD_STEPS)
+    # one level of parallelism: methods that fill the cores together keep BLAS, OpenMP and
+    # torch single-threaded (nested pools on the same cores wait on each other)
+    with single_threaded() if concurrent_tasks_single_threaded(enabled) else nullcontext():
+        return _run_methods(cfg, dataset, model, model_info, logger, timings)
+
+
+def _run_methods(
+    cfg: AuditConfig,
+    dataset: AuditDataset,
+    model: Any,
+    model_info: dict[str, Any],
+    logger: Any,
+    timings: dict[str, float],
+) -> list[MethodResult]:
     cache_options = step_cache(cfg, dataset, model_info)
     submitted: dict[str, tuple[Any, float]] = {}
     results: dict[str, MethodResult] = {}

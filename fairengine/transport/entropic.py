@@ -32,14 +32,14 @@ Implementation notes (``../shared/docs/fliptest_ot.md`` §2-3):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from fairengine.errors import DataContractError
+from fairengine.library_threads import small_problem_threads
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
 from fairengine.transport.overrelaxation import (
     RATE_WINDOW,
@@ -72,20 +72,6 @@ def _device(name: str) -> torch.device:
     if str(name).startswith("cuda") and not torch.cuda.is_available():
         raise DataContractError(f"device={name!r} requested but CUDA is not available")
     return torch.device(name)
-
-
-@contextmanager
-def torch_threads(n_ops: float, limit: float = 2.5e7) -> Iterator[None]:
-    """Run small problems (``n_ops`` < ``limit`` kernel entries) single-threaded: on a busy
-    2-core machine, torch's thread pool makes small matrix-vector products 10-30x slower."""
-    before = torch.get_num_threads()
-    if n_ops < limit and before > 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
 
 
 def _cost(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -377,7 +363,7 @@ class EntropicMap(TransportMap):
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         self._check_params()
         n_ops = min(len(zs), self.max_anchors) * min(len(zt), self.max_anchors)
-        with torch_threads(n_ops):
+        with small_problem_threads(n_ops):
             self._fit_potentials(zs, zt)
 
     def _fit_potentials(self, zs: np.ndarray, zt: np.ndarray) -> None:
@@ -467,7 +453,7 @@ class EntropicMap(TransportMap):
         return out
 
     def _transform(self, z: np.ndarray) -> np.ndarray:
-        with torch_threads(min(len(z), self.batch_size) * len(self.support_)):
+        with small_problem_threads(min(len(z), self.batch_size) * len(self.support_)):
             return self._softmax_map(z, self.support_, self.potential_, self.epsilon_abs_)
 
     def inverse_transform(self, y: Any) -> np.ndarray:
@@ -483,7 +469,7 @@ class EntropicMap(TransportMap):
         self._check_fitted()
         arr, _ = as_points("y", y, self.n_features_in_)
         z = self._za(arr)
-        with torch_threads(min(len(z), self.batch_size) * len(self.anchors_)):
+        with small_problem_threads(min(len(z), self.batch_size) * len(self.anchors_)):
             return self._unza(
                 self._softmax_map(z, self.anchors_, self.source_potential_, self.epsilon_abs_)
             )

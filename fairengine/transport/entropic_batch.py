@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fairengine.library_threads import small_problem_threads
 from fairengine.transport.entropic import (
     _ABSORB,
     _CHECK_EVERY,
@@ -52,7 +53,6 @@ from fairengine.transport.entropic import (
     _device,
     _dtype,
     median_cost,
-    torch_threads,
 )
 from fairengine.transport.overrelaxation import (
     RATE_WINDOW,
@@ -269,21 +269,22 @@ def reweighted_refits(
     eps = float(fitted.epsilon_abs_)
     zs, zt = fitted.anchors_, fitted.support_
     g0 = np.asarray(fitted.potential_, dtype=np.float64)
-    f0 = soft_c_transform(zs, zt, eps, g0)
-    sol = batched_sinkhorn(
-        zs,
-        zt,
-        a,
-        b,
-        eps,
-        f0,
-        g0,
-        max_iter=fitted.max_iter,
-        tol=fitted.tol,
-        device=fitted.device,
-    )
-    zq = fitted._za(np.asarray(query, dtype=np.float64))
-    images, ok = batched_images(zq, zt, g0, sol.log_v, eps)
+    with small_problem_threads(float(len(zs) * len(zt))):
+        f0 = soft_c_transform(zs, zt, eps, g0)
+        sol = batched_sinkhorn(
+            zs,
+            zt,
+            a,
+            b,
+            eps,
+            f0,
+            g0,
+            max_iter=fitted.max_iter,
+            tol=fitted.tol,
+            device=fitted.device,
+        )
+        zq = fitted._za(np.asarray(query, dtype=np.float64))
+        images, ok = batched_images(zq, zt, g0, sol.log_v, eps)
     out = np.stack([fitted._unza(images[r]) for r in range(images.shape[0])])
     return out, ok & sol.converged
 
@@ -409,7 +410,7 @@ def split_refits(
     images = np.empty((r_all, k_rows, pool.shape[1]))
     inv = np.empty((r_all, l_rows, pool.shape[1])) if inverse else None
     ok = np.zeros(r_all, bool)
-    with torch_threads(float(min(chunk, r_all) * k_rows * l_rows)):
+    with small_problem_threads(float(min(chunk, r_all) * k_rows * l_rows)):
         for start in range(0, r_all, chunk):
             sl = slice(start, min(start + chunk, r_all))
             xs = zt[torch.as_tensor(source[sl])]

@@ -22,8 +22,8 @@ import torch
 from torch import nn
 
 from fairengine.errors import DataContractError
+from fairengine.library_threads import small_problem_threads
 from fairengine.transport._base import TransportMap
-from fairengine.transport.entropic import torch_threads
 
 
 def _mlp(d_in: int, d_out: int, width: int) -> nn.Sequential:
@@ -104,7 +104,7 @@ class GANMap(TransportMap):
 
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         # small MLPs: one thread is fastest (a thread pool on busy cores is 10x slower)
-        with torch_threads(0.0):
+        with small_problem_threads(0.0):
             self._train(zs, zt)
 
     def _train(self, zs: np.ndarray, zt: np.ndarray) -> None:
