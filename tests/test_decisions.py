@@ -836,3 +836,29 @@ def test_family_wise_error_under_the_global_null_with_dependent_tests() -> None:
     print(measured)
     assert fwer <= bound, measured
     assert any(o["drawn"] > 0 for o in out), measured  # the resampler path is exercised
+
+
+def test_threaded_draws_equal_sequential_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One look's batches are drawn on threads (fairengine.decisions.DRAW_WORKERS); with a
+    resampler whose batches are their own streams, the result equals drawing them one by one,
+    whatever order the threads finish in."""
+    import time
+
+    import fairengine.decisions as decisions
+
+    mc = {"a": {"x": 0.0018}, "b": {"x": 0.0023, "y": 0.002}, "c": {"x": 0.04}, "d": {"x": 0.0}}
+
+    class Jittery(KeyedResampler):
+        def draw(self, key: str, part: str, start: int, batch: int) -> int:
+            time.sleep(0.002 * (zlib.crc32(f"{key}{start}".encode()) % 5))
+            return super().draw(key, part, start, batch)
+
+    rs = Jittery(mc, np.random.default_rng(0))
+    tests = mixed_family([1e-7, 0.2, 0.0012, 0.04], mc, dict.fromkeys(mc, 999), rs)
+    settings = ResamplingSettings(max_resamples=30_000, risk=0.01)
+    monkeypatch.setattr(decisions, "DRAW_WORKERS", 4)
+    threaded = decide_family(tests, ALPHA, "holm", settings, rs)
+    monkeypatch.setattr(decisions, "DRAW_WORKERS", 1)
+    sequential = decide_family(tests, ALPHA, "holm", settings, rs)
+    assert threaded == sequential
+    assert threaded.resamples_drawn > 0 and max(threaded.open_per_look) >= 2

@@ -120,8 +120,13 @@ def test_config_accepts_cuda_without_a_gpu(gpus) -> None:
 
 def test_fliptest_map_device(gpus) -> None:
     gpus(1)
-    assert map_device(FlipTestConfig()) == "cuda"
-    assert make_estimator(FlipTestConfig(), seed=0).get_params()["device"] == "cuda"
+    # auto: entropic problems up to 2,000 a side stay on the CPU's numpy loop (faster there)
+    assert map_device(FlipTestConfig()) == "cpu"
+    assert map_device(FlipTestConfig(max_per_group=2000)) == "cpu"
+    assert map_device(FlipTestConfig(max_per_group=2001)) == "cuda"
+    assert map_device(FlipTestConfig(device="cuda")) == "cuda"
+    big = FlipTestConfig(max_per_group=5000)
+    assert make_estimator(big, seed=0).get_params()["device"] == "cuda"
     gan = make_estimator(FlipTestConfig(estimator="gan"), seed=0)
     assert gan.get_params()["device"] == "cuda"
     assert map_device(FlipTestConfig(device="cpu")) == "cpu"

@@ -56,7 +56,9 @@ class FlipTestConfig:
     histogram_bins : bins of the flipset marginal histograms. Default 20.
     gan_epochs : generator updates for estimator "gan". Default 20000.
     device : torch device of the entropic and GAN maps: "auto" (default; CUDA when torch sees a
-        GPU, else CPU), "cpu", "cuda" or "cuda:<n>". Resolved when the run starts; the result's
+        GPU, else CPU; entropic maps with ``max_per_group`` <= 2,000 stay on the CPU, whose
+        numpy Sinkhorn loop is faster than GPU kernel launches at those sizes), "cpu", "cuda"
+        or "cuda:<n>". Resolved when the run starts; the result's
         ``parameters`` record the device used (``device``) and this setting
         (``device_requested``).
     n_jobs : group pairs processed concurrently, on threads; results do not depend on it

@@ -42,6 +42,7 @@ from fairengine.transport import (
     validate_map,
 )
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
+from fairengine.transport.entropic import NUMPY_MAX_ENTRIES
 
 METHOD = "fliptest"
 TITLE = "FlipTest: optimal-transport counterparts, flipsets and transparency reports"
@@ -61,10 +62,17 @@ PredictProba = Callable[[pd.DataFrame], Any]
 
 
 def map_device(config: FlipTestConfig) -> str:
-    """The device the configured map runs on: ``config.device`` resolved (``auto``: CUDA when
-    available, else CPU) for the torch maps (entropic, gan); ``"cpu"`` for the numpy maps
-    (exact, linear), which ignore the setting."""
+    """The device the configured map runs on: ``config.device`` resolved for the torch maps
+    (entropic, gan); ``"cpu"`` for the numpy maps (exact, linear), which ignore the setting.
+
+    ``auto`` is CUDA when torch sees a GPU, except for entropic maps whose problems (at most
+    ``max_per_group`` points a side) fit the CPU's numpy Sinkhorn loop
+    (:data:`~fairengine.transport.entropic.NUMPY_MAX_ENTRIES`, 2,000 x 2,000): there one
+    iteration costs less on the CPU than launching the GPU's kernels for it."""
     if config.estimator not in ("entropic", "gan"):
+        return "cpu"
+    small = config.estimator == "entropic" and config.max_per_group**2 <= NUMPY_MAX_ENTRIES
+    if config.device == "auto" and small:
         return "cpu"
     return resolve_device(config.device, "methods.fliptest.device")
 
