@@ -42,15 +42,16 @@ from fairengine.errors import DataContractError
 from fairengine.library_threads import small_problem_threads
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
 from fairengine.transport.overrelaxation import (
-    RATE_WINDOW,
     estimate_due,
     overrelaxation_from_rate,
+    rate_lag,
 )
 from fairengine.transport.sinkhorn_numpy import (
     ABSORB,
     CHECK_EVERY,
     CHECK_FROM,
     CUTOFF,
+    marginal_shift,
     solve_uniform,
     squared_cost,
 )
@@ -200,6 +201,7 @@ def _torch_solve(
         g = torch.cat(
             [(_cost(y[j : j + block], x) - f[None, :]).min(1).values for j in range(0, m, block)]
         )
+        f = f + marginal_shift(epsilon, n)
     x2, y2 = (x * x).sum(1), (y * y).sum(1)
 
     def kernel(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -235,8 +237,9 @@ def _torch_solve(
             u = a / kv if omega == 1.0 else u * kv.mul_(u).reciprocal_().mul_(a).pow_(omega)
             ku = u @ k
             v = b / ku if omega == 1.0 else v * ku.mul_(v).reciprocal_().mul_(b).pow_(omega)
-            if auto and estimate_due(it) and it - RATE_WINDOW in errors and it in errors:
-                rate = (errors[it] / errors[it - RATE_WINDOW]) ** (1.0 / RATE_WINDOW)
+            lag = rate_lag(it)
+            if auto and estimate_due(it) and it - lag in errors and it in errors:
+                rate = (errors[it] / errors[it - lag]) ** (1.0 / lag)
                 omega = overrelaxation_from_rate(rate, omega)
             if not check:
                 continue

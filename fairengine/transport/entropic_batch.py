@@ -55,9 +55,9 @@ from fairengine.transport.entropic import (
     median_cost,
 )
 from fairengine.transport.overrelaxation import (
-    RATE_WINDOW,
     estimate_due,
     overrelaxation_from_rates,
+    rate_lag,
 )
 from fairengine.transport.sinkhorn_numpy import solve_uniform, squared_cost
 
@@ -195,8 +195,9 @@ def batched_sinkhorn(
         u = torch.where(apos, u * (aa / (u * kv)).pow(omega), zero)
         ku = kt @ u
         v = torch.where(bpos, v * (ba / (v * ku)).pow(omega), zero)
-        if auto and estimate_due(it) and it in history and it - RATE_WINDOW in history:
-            rates = (history[it][idx] / history[it - RATE_WINDOW][idx]) ** (1.0 / RATE_WINDOW)
+        lag = rate_lag(it)
+        if auto and estimate_due(it) and it in history and it - lag in history:
+            rates = (history[it][idx] / history[it - lag][idx]) ** (1.0 / lag)
             new = overrelaxation_from_rates(rates, omega.cpu().numpy())
             omega = torch.as_tensor(new, dtype=dt, device=dev)
         if check:  # scalings out of the range the shared kernel serves: give the replicate up

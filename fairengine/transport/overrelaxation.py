@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FIRST_ESTIMATE = 15
+FIRST_ESTIMATE = 10
 """Plain iterations before the first rate estimate."""
 REESTIMATE_EVERY = 25
 """Iterations between later estimates."""
@@ -59,6 +59,12 @@ def overrelaxation_from_rates(rates: np.ndarray, omegas: np.ndarray) -> np.ndarr
     theta = np.clip(theta, 0.0, 1.0 - 1e-8)
     best = np.minimum(OMEGA_MAX, 2.0 / (1.0 + np.sqrt(1.0 - theta)))
     return np.where(ok, np.maximum(omegas, best), omegas)
+
+
+def rate_lag(iteration: int) -> int:
+    """Iterations the rate at ``iteration`` is measured over: :data:`RATE_WINDOW`, fewer at the
+    first estimate (errors are recorded from iteration 2)."""
+    return max(1, min(RATE_WINDOW, iteration - 2))
 
 
 def estimate_due(iteration: int) -> bool:
