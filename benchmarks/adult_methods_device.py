@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "results" / "adult_methods_device.md")
     ap.add_argument("--fliptest-devices", default="")
     ap.add_argument("--skip-methods", action="store_true", help="only the FlipTest comparison")
+    ap.add_argument("--findings", type=Path, help="write every finding's decision here (JSON)")
     args = ap.parse_args()
 
     import torch
@@ -116,6 +117,20 @@ def main() -> None:
     rows.append(f"| decide | {decide:.2f} | | | |")
     method_total = sum(float(r.split("|")[2]) for r in rows)
     d = None if audit is None else audit.decisions
+    if args.findings and audit is not None:
+        import json
+
+        table_out = {
+            f.key: {
+                "estimate": f.estimate,
+                "pvalue": f.pvalue,
+                "adjusted_pvalue": f.adjusted_pvalue,
+                "decision": f.decision,
+            }
+            for m in audit.methods
+            for f in m.findings
+        }
+        args.findings.write_text(json.dumps(table_out, indent=1, default=str))
     extra = []
     for dev in [x for x in args.fliptest_devices.split(",") if x]:
         cfg = replace(fliptest, attributes=["sex"], device=dev)

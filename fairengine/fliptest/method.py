@@ -31,6 +31,7 @@ from fairengine.fliptest.config import FlipTestConfig
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
 from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
+from fairengine.library_threads import small_problem_threads
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.results import Finding, Interval, MethodResult
 from fairengine.transport import (
@@ -372,9 +373,12 @@ def run_fliptest(
     done = iter(range(1, len(jobs) + 1))  # next() is atomic under the GIL
 
     def run(job: _PairJob) -> tuple[dict[str, Any], list[Finding], list[str]]:
-        out = _run_pair(
-            job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache
-        )
+        # every product of a pair is small at the default sizes (maps, validation regressions,
+        # the model on stacked replicates): one thread each, no nested pools on busy cores
+        with small_problem_threads(float(config.max_per_group) ** 2):
+            out = _run_pair(
+                job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache
+            )
         progress.report(METHOD, "pairs of groups", next(done), len(jobs))
         return out
 
