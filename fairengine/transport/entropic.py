@@ -41,11 +41,7 @@ import torch
 from fairengine.errors import DataContractError
 from fairengine.library_threads import small_problem_threads
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
-from fairengine.transport.overrelaxation import (
-    estimate_due,
-    overrelaxation_from_rate,
-    rate_lag,
-)
+from fairengine.transport.overrelaxation import updated_omega
 from fairengine.transport.sinkhorn_numpy import (
     ABSORB,
     CHECK_EVERY,
@@ -237,10 +233,8 @@ def _torch_solve(
             u = a / kv if omega == 1.0 else u * kv.mul_(u).reciprocal_().mul_(a).pow_(omega)
             ku = u @ k
             v = b / ku if omega == 1.0 else v * ku.mul_(v).reciprocal_().mul_(b).pow_(omega)
-            lag = rate_lag(it)
-            if auto and estimate_due(it) and it - lag in errors and it in errors:
-                rate = (errors[it] / errors[it - lag]) ** (1.0 / lag)
-                omega = overrelaxation_from_rate(rate, omega)
+            if auto:
+                omega = updated_omega(errors, it, omega)
             if not check:
                 continue
             # the range of the scalings from their extremes (no logarithm of whole arrays)

@@ -70,3 +70,14 @@ def rate_lag(iteration: int) -> int:
 def estimate_due(iteration: int) -> bool:
     """Whether the solver re-estimates ω after this iteration."""
     return iteration >= FIRST_ESTIMATE and (iteration - FIRST_ESTIMATE) % REESTIMATE_EVERY == 0
+
+
+def updated_omega(errors: dict[int, float], iteration: int, omega: float) -> float:
+    """ω after ``iteration`` of a solver that records its marginal error per iteration in
+    ``errors``: re-estimated (:func:`overrelaxation_from_rate`) when an estimate is due and the
+    errors it needs were recorded, else unchanged."""
+    lag = rate_lag(iteration)
+    if not estimate_due(iteration) or iteration not in errors or iteration - lag not in errors:
+        return omega
+    rate = (errors[iteration] / errors[iteration - lag]) ** (1.0 / lag)
+    return overrelaxation_from_rate(rate, omega)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fairengine.transport.overrelaxation import estimate_due, overrelaxation_from_rate, rate_lag
+from fairengine.transport.overrelaxation import updated_omega
 
 ABSORB = 20.0
 """Scalings are absorbed into the potentials once |log u| or |log v| exceeds this, so
@@ -138,10 +138,8 @@ def scaling_sinkhorn(
             if omega != 1.0:
                 np.power(rv, omega, out=rv)
             v *= rv
-            lag = rate_lag(it)
-            if auto and estimate_due(it) and it - lag in errors and it in errors:
-                rate = (errors[it] / errors[it - lag]) ** (1.0 / lag)
-                omega = overrelaxation_from_rate(rate, omega)
+            if auto:
+                omega = updated_omega(errors, it, omega)
             if not check:
                 continue
             umax, umin, vmax, vmin = u.max(), u.min(), v.max(), v.min()
