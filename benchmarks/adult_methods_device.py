@@ -6,7 +6,8 @@ machine that has only numpy, pandas, scikit-learn, scipy, torch and POT.
 Set-up as ``full_audit_adult.py`` (:func:`full_audit_adult.adult_table`): all 45,222 cleaned
 rows, the 5 standardised continuous columns and the one-hot categorical ones, a scikit-learn
 logistic regression fitted on the train-file rows; ``sex`` and ``race`` protected. Each method
-is timed alone (methods do not overlap here, unlike the flow's thread pool), then
+is timed alone (methods do not overlap here, unlike the flow's thread pool) with the numeric
+libraries single-threaded as in the flow, then
 :func:`fairengine.audit.finalize_audit` decides the family with the permutation resampler.
 ``--fliptest-devices cpu,cuda`` adds FlipTest on ``sex`` per named device, for a same-machine
 comparison.
@@ -51,6 +52,7 @@ def main() -> None:
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
     from fairengine.individual import IndividualConfig, run_individual_fairness
     from fairengine.intersectional import IntersectionalConfig, run_intersectional
+    from fairengine.library_threads import single_threaded
     from fairengine.mitigation import MitigationConfig, run_mitigation
     from fairengine.parity import group_parity
     from fairengine.permutation import PermutationConfig, run_permutation_tests
@@ -93,7 +95,8 @@ def main() -> None:
     rows, results = [], []
     for name, run in [] if args.skip_methods else steps:
         t = time.perf_counter()
-        res = run()
+        with single_threaded():  # as in the flow, whose 7 methods fill the cores
+            res = run()
         sec = time.perf_counter() - t
         results.append(res)
         params = res.parameters or {}

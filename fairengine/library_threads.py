@@ -90,6 +90,19 @@ def small_problem_threads(n_ops: float, limit: float = SMALL_PROBLEM) -> Iterato
         yield
 
 
+@contextmanager
+def follow_process_cap() -> Iterator[None]:
+    """In a worker thread: :func:`single_threaded` for the block when a single-threaded block is
+    open anywhere in the process (the flow's, around its concurrent methods), so that this
+    thread's own torch pool is capped too (torch's setting is per thread, and a task-runner
+    thread started before the flow's cap keeps the default)."""
+    if _depth > 0:
+        with single_threaded():
+            yield
+    else:
+        yield
+
+
 def concurrent_tasks_single_threaded(n_tasks: int, cores: int | None = None) -> bool:
     """Whether ``n_tasks`` tasks running at once fill the machine's cores, so that each should
     keep its libraries single-threaded (one level of parallelism, across the tasks)."""

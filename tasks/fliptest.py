@@ -31,6 +31,7 @@ from prefect.exceptions import MissingContextError
 
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest import FlipTestConfig, run_fliptest
+from fairengine.library_threads import follow_process_cap
 from fairengine.results import MethodResult
 from fairengine.transport import MapCache
 
@@ -83,7 +84,10 @@ def fliptest_task(
     if predict_proba is not None and params.enabled:
         folder, reused = resolve_map_folder(map_cache_dir)
         cache = MapCache(folder)
-    result = run_fliptest(dataset, params, seed=seed, predict_proba=predict_proba, map_cache=cache)
+    with follow_process_cap():  # the flow's one level of parallelism
+        result = run_fliptest(
+            dataset, params, seed=seed, predict_proba=predict_proba, map_cache=cache
+        )
     if result.status != "ok":
         logger.info("FlipTest %s: %s", result.status, result.reason)
         return result

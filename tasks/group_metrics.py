@@ -9,6 +9,7 @@ from prefect.cache_policies import NO_CACHE
 from fairengine.config import GroupParityConfig
 from fairengine.dataset import AuditDataset
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+from fairengine.library_threads import follow_process_cap
 from fairengine.parity import group_parity
 from fairengine.results import MethodResult
 
@@ -33,7 +34,8 @@ def group_metrics_task(
     dataset: AuditDataset, params: GroupMetricsConfig, seed: int = 0
 ) -> MethodResult:
     """Run :func:`fairengine.group_metrics.run_group_metrics` (LiFT's group-metric suite)."""
-    result = run_group_metrics(dataset, params, seed=seed)
+    with follow_process_cap():  # the flow's one level of parallelism
+        result = run_group_metrics(dataset, params, seed=seed)
     get_run_logger().info(
         "Group metrics (LiFT suite%s): %d findings over %d attribute(s)%s in %.2f s",
         ", lift_compat" if params.lift_compat else "",

@@ -9,6 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from fairengine.dataset import AuditDataset
 from fairengine.individual import IndividualConfig, run_individual_fairness
+from fairengine.library_threads import follow_process_cap
 from fairengine.results import MethodResult
 
 
@@ -17,7 +18,8 @@ def individual_fairness_task(
     dataset: AuditDataset, params: IndividualConfig, seed: int = 0, model: Any = None
 ) -> MethodResult:
     """Run :func:`fairengine.individual.run_individual_fairness` with the configured parameters."""
-    result = run_individual_fairness(dataset, params, seed=seed, model=model)
+    with follow_process_cap():  # the flow's one level of parallelism
+        result = run_individual_fairness(dataset, params, seed=seed, model=model)
     logger = get_run_logger()
     if result.status != "ok":
         logger.info("Individual fairness: %s (%s)", result.status, result.reason)

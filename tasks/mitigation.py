@@ -10,6 +10,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.dataset import AuditDataset
+from fairengine.library_threads import follow_process_cap
 from fairengine.mitigation import MitigationConfig, RegistrationDecision, run_mitigation
 from fairengine.results import MethodResult
 
@@ -17,7 +18,8 @@ from fairengine.results import MethodResult
 @task(name="mitigation", cache_policy=NO_CACHE)
 def mitigation_task(dataset: AuditDataset, params: MitigationConfig, seed: int = 0) -> MethodResult:
     """Run :func:`fairengine.mitigation.run_mitigation` with the configured parameters."""
-    result = run_mitigation(dataset, params, seed=seed)
+    with follow_process_cap():  # the flow's one level of parallelism
+        result = run_mitigation(dataset, params, seed=seed)
     logger = get_run_logger()
     if result.status != "ok":
         logger.warning("Mitigation %s: %s", result.status, result.reason)
@@ -40,5 +42,3 @@ def mitigation_task(dataset: AuditDataset, params: MitigationConfig, seed: int =
         "" if not params.register or decision.allowed else "; the model will not be registered",
     )
     return result
-
-

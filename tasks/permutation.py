@@ -7,6 +7,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.dataset import AuditDataset
+from fairengine.library_threads import follow_process_cap
 from fairengine.permutation import PermutationConfig, run_permutation_tests
 from fairengine.results import MethodResult
 
@@ -16,7 +17,8 @@ def permutation_tests_task(
     dataset: AuditDataset, params: PermutationConfig, seed: int = 0
 ) -> MethodResult:
     """Run :func:`fairengine.permutation.run_permutation_tests` with the configured parameters."""
-    result = run_permutation_tests(dataset, params, seed=seed)
+    with follow_process_cap():  # the flow's one level of parallelism
+        result = run_permutation_tests(dataset, params, seed=seed)
     family = result.details.get("family", {})
     get_run_logger().info(
         "Permutation tests: %d tests (%d skipped), %d rejected at alpha=%g within the method "

@@ -83,3 +83,32 @@ def test_concurrent_tasks_fill_the_cores():
     assert concurrent_tasks_single_threaded(2, cores=2)
     assert not concurrent_tasks_single_threaded(1, cores=2)
     assert not concurrent_tasks_single_threaded(3, cores=16)
+
+
+def test_worker_threads_follow_the_process_cap():
+    """A thread started before the cap (a task runner's) keeps its own torch setting unless it
+    follows the process cap, as the method tasks do."""
+    from fairengine.library_threads import follow_process_cap
+
+    torch.set_num_threads(2)
+    go, ready = threading.Event(), threading.Event()
+    seen = []
+
+    def worker():
+        torch.get_num_threads()  # the thread has its own setting from here on
+        ready.set()
+        go.wait(10)
+        seen.append(torch.get_num_threads())
+        with follow_process_cap():
+            seen.append(torch.get_num_threads())
+        seen.append(torch.get_num_threads())
+
+    t = threading.Thread(target=worker)
+    t.start()
+    ready.wait(10)
+    with single_threaded():
+        go.set()
+        t.join(10)
+    assert seen == [2, 1, 2]
+    with follow_process_cap():  # no cap open: nothing changes
+        assert torch.get_num_threads() == 2
