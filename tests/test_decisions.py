@@ -857,6 +857,7 @@ def test_threaded_draws_equal_sequential_draws(monkeypatch: pytest.MonkeyPatch) 
     tests = mixed_family([1e-7, 0.2, 0.0012, 0.04], mc, dict.fromkeys(mc, 999), rs)
     settings = ResamplingSettings(max_resamples=30_000, risk=0.01)
     monkeypatch.setattr(decisions, "DRAW_WORKERS", 4)
+    monkeypatch.setattr(decisions, "_idle_cores", lambda: 4)  # however busy the machine is
     threaded = decide_family(tests, ALPHA, "holm", settings, rs)
     monkeypatch.setattr(decisions, "DRAW_WORKERS", 1)
     sequential = decide_family(tests, ALPHA, "holm", settings, rs)
