@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairengine.counts import index_dtype
 from fairengine.errors import DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.scores import (
@@ -28,7 +29,12 @@ from fairengine.scores import (
 
 @dataclass(frozen=True)
 class GroupEncoding:
-    """Integer codes ``0..G-1`` of one protected attribute and the group label of each code."""
+    """Integer codes ``0..G-1`` of one protected attribute and the group label of each code.
+
+    :meth:`AuditDataset.from_frame` stores the codes in the smallest unsigned integer dtype that
+    holds them (``uint8`` up to 256 groups; :func:`fairengine.counts.index_dtype`): do
+    arithmetic on them after ``astype(np.intp)``, comparisons and indexing as they are.
+    """
 
     attribute: str
     codes: np.ndarray
@@ -238,7 +244,7 @@ def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:
             f"protected attribute {name!r} has a single value {categories[0]!r}; "
             "a fairness audit needs at least two groups"
         )
-    enc = GroupEncoding(name, codes.astype(np.intp), categories)
+    enc = GroupEncoding(name, codes.astype(index_dtype(len(categories) - 1)), categories)
     sizes = enc.sizes()
     small = [f"{c!r} (n={int(n)})" for c, n in zip(categories, sizes, strict=True) if n < min_size]
     if small:

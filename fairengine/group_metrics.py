@@ -287,7 +287,7 @@ def run_group_metrics(
         perf_names = [p for p in perf_names if p != "AUC"]
         warnings.append(f"AUC {LABEL_AUC_REASON}")
     hard = dataset.threshold is not None
-    prediction = dataset.prediction if has_scores else np.zeros(dataset.n_rows)
+    prediction = dataset.prediction if has_scores else np.zeros(dataset.n_rows, dtype=np.int8)
     bins = cfg.auc_bins
     if bins is None and want_auc and dataset.n_rows > cfg.auc_exact_max_rows:
         bins = AUTO_AUC_BINS

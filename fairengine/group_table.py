@@ -5,22 +5,25 @@ of all k attributes, :mod:`fairengine.intersection`) and label y. Each bucket ke
 :class:`fairengine.counts.GroupLabelMoments` (n, Σw, Σwp, Σw², Σw²p, Σw²p²) and, optionally, a
 histogram of the score in ``bins`` equal-width bins on [0, 1] (Σw and Σw² per bin) for the
 binned AUC. Every single attribute's table is a *marginal* of the joint one (sums add up), so the
-suite for k attributes and their intersection costs one pass: a handful of ``np.bincount`` calls
-over the rows. Without weights, Σw = Σw² = n and Σw²p = Σwp; with hard predictions Σw²p² = Σw²p;
-those sums are not recomputed. Tables of row partitions add up (``a + b``).
+suite for k attributes and their intersection costs one pass over the rows, in blocks
+(:func:`fairengine.counts.label_cell_sums`): unweighted hard predictions take a single
+``np.bincount`` per block over (joint cell, y, ŷ). Without weights, Σw = Σw² = n and Σw²p = Σwp;
+with hard predictions Σw²p² = Σw²p; those sums are not recomputed. Tables of row partitions add
+up (``a + b``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fairengine.counts import GroupLabelMoments
+from fairengine.counts import GroupLabelMoments, label_cell_sums
 from fairengine.dataset import GroupEncoding
 from fairengine.errors import DataContractError
-from fairengine.intersection import SEPARATOR, joint_codes
+from fairengine.intersection import SEPARATOR
 
 _STATS = ("n", "w", "wp", "w2", "w2p", "w2p2")
 MAX_HISTOGRAM_CELLS = 2**27
@@ -62,60 +65,36 @@ class GroupTable:
         ``hard``), ``score`` the probability used for the AUC histogram (needed with ``bins``).
         """
         parts = tuple(parts)
-        j, total = joint_codes(parts)
-        y = np.asarray(label)
-        if y.shape != j.shape or np.shape(prediction) != j.shape:
-            raise DataContractError("codes, label and prediction must have the same length")
-        idx = j.astype(np.intp)  # bincount works on intp: convert once, not per call
-        del j
-        idx *= 2
-        idx += y
-        size = 2 * total
-        p = np.asarray(prediction, dtype=np.float64)
-
-        def cell_sum(v: np.ndarray | None) -> np.ndarray:
-            return np.bincount(idx, weights=v, minlength=size).reshape(total, 2)
-
-        n = cell_sum(None).astype(np.float64)
-        present = np.flatnonzero(n.sum(axis=1) > 0)
-        wp = cell_sum(p)
-        stats: dict[str, np.ndarray] = {"n": n, "wp": wp}
-        if weights is None:
-            stats |= {"w": n, "w2": n, "w2p": wp}
-            stats["w2p2"] = wp if hard else cell_sum(p * p)
-        else:
-            w = np.asarray(weights, dtype=np.float64)
-            wpw = w * p
-            stats["wp"] = cell_sum(wpw)
-            stats["w"] = cell_sum(w)
-            stats["w2"] = cell_sum(w * w)
-            wpw *= w  # w² p
-            stats["w2p"] = cell_sum(wpw)
-            stats["w2p2"] = stats["w2p"] if hard else cell_sum(wpw * p)
-        stats = {k: v[present] for k, v in stats.items()}
-        hist_w = hist_w2 = None
+        if not parts:
+            raise DataContractError("an intersection needs at least one attribute")
+        total = 1
+        for part in parts:
+            total *= part.n_groups
         if bins is not None:
             if score is None:
                 raise DataContractError("a binned score histogram needs the score array")
             if not isinstance(bins, int | np.integer) or bins < 2:
                 raise DataContractError(f"bins must be an integer >= 2, got {bins!r}")
-            if size * bins > MAX_HISTOGRAM_CELLS:
+            if 2 * total * bins > MAX_HISTOGRAM_CELLS:
                 raise DataContractError(
                     f"a score histogram of {bins} bins over {total} joint groups needs "
-                    f"{size * bins} cells (limit {MAX_HISTOGRAM_CELLS}); use fewer bins"
+                    f"{2 * total * bins} cells (limit {MAX_HISTOGRAM_CELLS}); use fewer bins"
                 )
-            b = np.asarray(score, dtype=np.float64) * bins
-            hidx = b.astype(np.int64)
-            np.minimum(hidx, bins - 1, out=hidx)
-            del b
-            hidx += idx * bins
-            hist = np.bincount(hidx, weights=weights, minlength=size * bins)
-            hist_w = hist.reshape(total, 2, bins)[present]
-            if weights is None:
-                hist_w2 = hist_w
-            else:
-                h2 = np.bincount(hidx, weights=np.square(weights), minlength=size * bins)
-                hist_w2 = h2.reshape(total, 2, bins)[present]
+        stats, hist_w, hist_w2 = label_cell_sums(
+            [(part.codes, part.n_groups) for part in parts],
+            label,
+            prediction,
+            weights,
+            hard=hard,
+            score=score,
+            bins=bins,
+        )
+        present = np.flatnonzero(stats["n"].sum(axis=1) > 0)
+        stats = _map_shared(stats, lambda v: v[present])
+        if hist_w is not None:
+            same = hist_w2 is hist_w
+            hist_w = hist_w[present]
+            hist_w2 = hist_w if same else hist_w2[present]  # type: ignore[index]
         members = np.empty((present.size, len(parts)), dtype=np.intp)
         rest = present.astype(np.int64)
         for i in range(len(parts) - 1, -1, -1):
@@ -138,7 +117,7 @@ class GroupTable:
     def intersection_name(self) -> str:
         return SEPARATOR.join(self.attributes)
 
-    @property
+    @functools.cached_property
     def intersection_categories(self) -> tuple[str, ...]:
         return tuple(
             SEPARATOR.join(self.categories[i][g] for i, g in enumerate(row))
@@ -161,8 +140,18 @@ class GroupTable:
         return attribute, self.categories[i], self.members[:, i]
 
     def _marginal(self, a: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+        """Sums of the joint cells' rows of ``a`` per group (``codes``: group of each cell), in
+        one ``np.add.reduceat`` pass over the cells sorted by group."""
+        if codes.shape[0] == g and np.array_equal(codes, np.arange(g)):
+            return a.astype(np.float64)  # the intersection: every cell is its own group
         out = np.zeros((g, *a.shape[1:]), dtype=np.float64)
-        np.add.at(out, codes, a)
+        if codes.size == 0:
+            return out
+        order = np.argsort(codes, kind="stable")
+        sizes = np.bincount(codes, minlength=g)
+        filled = np.flatnonzero(sizes)
+        starts = np.cumsum(sizes)[filled] - sizes[filled]
+        out[filled] = np.add.reduceat(a[order].astype(np.float64, copy=False), starts, axis=0)
         return out
 
     def moments(self, attribute: str | None = None) -> GroupLabelMoments:
@@ -170,7 +159,9 @@ class GroupTable:
         with ``None``, of the intersection of all attributes (observed cells only)."""
         name, cats, codes = self._index(attribute)
         g = len(cats)
-        sums = {k: self._marginal(self.stats[k], codes, g) for k in _STATS}
+        sums = _map_shared(
+            {k: self.stats[k] for k in _STATS}, lambda a: self._marginal(a, codes, g)
+        )
         return GroupLabelMoments(
             attribute=name,
             categories=cats,
@@ -225,3 +216,17 @@ class GroupTable:
             else merged(self.hist_w2, other.hist_w2, self.members, other.members)
         )
         return replace(self, members=members, stats=stats, hist_w=hw, hist_w2=hw2)  # type: ignore[arg-type]
+
+
+def _map_shared(
+    arrays: dict[str, np.ndarray], fn: Callable[[np.ndarray], np.ndarray]
+) -> dict[str, np.ndarray]:
+    """``{k: fn(v)}``, computed once per distinct array: sums that are the same array (Σw = n
+    without weights, Σw²p² = Σw²p with hard predictions) stay one array."""
+    done: dict[int, np.ndarray] = {}
+    out = {}
+    for k, v in arrays.items():
+        if id(v) not in done:
+            done[id(v)] = fn(v)
+        out[k] = done[id(v)]
+    return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairengine.counts import index_dtype
 from fairengine.dataset import GroupEncoding
 from fairengine.errors import DataContractError
 
@@ -42,7 +43,8 @@ class Intersection:
 
 
 def joint_codes(parts: Sequence[GroupEncoding]) -> tuple[np.ndarray, int]:
-    """Mixed-radix combination of the parts' codes and the number of possible combinations."""
+    """Mixed-radix combination of the parts' codes (in the smallest unsigned dtype that holds
+    it) and the number of possible combinations."""
     if not parts:
         raise DataContractError("an intersection needs at least one attribute")
     n = parts[0].codes.shape[0]
@@ -56,11 +58,10 @@ def joint_codes(parts: Sequence[GroupEncoding]) -> tuple[np.ndarray, int]:
         total *= p.n_groups
     if total >= 2**62:
         raise DataContractError("too many possible group combinations to encode")
-    dtype = np.int32 if total < 2**31 else np.int64
-    j = parts[0].codes.astype(dtype, copy=True)
+    j = parts[0].codes.astype(index_dtype(total - 1), copy=True)
     for p in parts[1:]:
         j *= p.n_groups
-        j += p.codes
+        np.add(j, p.codes, out=j, casting="unsafe")  # codes < n_groups: no overflow
     return j, total
 
 
@@ -87,13 +88,15 @@ def intersect_groups(
         present = np.flatnonzero(np.bincount(j, minlength=total))
         if present.size > max_cells:
             _too_many(present.size, names, max_cells)
-        lookup = np.zeros(total, dtype=np.int32)
-        lookup[present] = np.arange(present.size, dtype=np.int32)
+        dtype = index_dtype(present.size - 1)
+        lookup = np.zeros(total, dtype=dtype)
+        lookup[present] = np.arange(present.size, dtype=dtype)
         codes = lookup[j]
     else:  # sparse combination space: sort-based
         present, codes = np.unique(j, return_inverse=True)
         if present.size > max_cells:
             _too_many(present.size, names, max_cells)
+        codes = codes.astype(index_dtype(present.size - 1))
     members = np.empty((present.size, len(parts)), dtype=np.intp)
     rest = present.astype(np.int64)
     for i in range(len(parts) - 1, -1, -1):
@@ -103,7 +106,7 @@ def intersect_groups(
         SEPARATOR.join(parts[i].categories[members[c, i]] for i in range(len(parts)))
         for c in range(present.size)
     )
-    enc = GroupEncoding(name or SEPARATOR.join(names), np.asarray(codes, dtype=np.intp), categories)
+    enc = GroupEncoding(name or SEPARATOR.join(names), codes, categories)
     return Intersection(enc, parts, members)
 
 

@@ -44,6 +44,17 @@ def test_valid_frame_builds_arrays_and_summary() -> None:
     assert len(s["fingerprint"]) == 64
 
 
+def test_group_codes_in_the_smallest_unsigned_type() -> None:
+    df = frame(600)
+    df["many"] = np.arange(600) % 300
+    ds = build(df, ColumnRoles(label="y", protected=("sex", "race", "many"), score="p"))
+    assert ds.groups["sex"].codes.dtype == np.uint8
+    assert ds.groups["race"].codes.dtype == np.uint8
+    assert ds.groups["many"].codes.dtype == np.uint16
+    np.testing.assert_array_equal(ds.groups["many"].codes, np.arange(600) % 300)
+    assert ds.groups["race"].sizes().sum() == 600
+
+
 def test_fingerprint_depends_on_content_not_identity() -> None:
     a, b = build(frame()), build(frame())
     assert a.fingerprint() == b.fingerprint()

@@ -238,6 +238,33 @@ def test_custom_metric_matches_direct_computation() -> None:
 # ----------------------------------------------------------------------------- bad input
 
 
+def test_cell_path_reads_rows_as_they_are() -> None:
+    """Issue 23: labels, predictions and the group mask are counted as given (bool, int8,
+    int64 or float 0/1: the same test at the same seed), and 1M rows of int8/int8/bool peak
+    far below their 3 MB (no float or intp copy of a column, no np.isin over rows)."""
+    import tracemalloc
+
+    y, p, _, g = toy(2_000)
+    ref = permutation_test(y, p, g, metric="fnr", n_permutations=999, seed=4)
+    for yy, pp, gg in (
+        (y.astype(bool), p.astype(np.int8), g),
+        (y.astype(np.int8), p.astype(bool), g.astype(np.int64)),
+        (y.astype(float), p, g.astype(float)),
+    ):
+        res = permutation_test(yy, pp, gg, metric="fnr", n_permutations=999, seed=4)
+        assert (res.path, res.pvalue, res.statistic) == ("cells", ref.pvalue, ref.statistic)
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    g = rng.random(n) < 0.3
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    yhat = np.where(rng.random(n) < 0.8, y, 1 - y).astype(np.int8)
+    tracemalloc.start()
+    permutation_test(y, yhat, g, metric="fnr", n_permutations=999, seed=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.5 * (y.nbytes + yhat.nbytes + g.nbytes)
+
+
 def test_group_without_positives_is_a_clear_error() -> None:
     y, p, _, g = toy()
     y = y.copy()

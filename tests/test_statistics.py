@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fairengine.counts import GroupLabelMoments
+from fairengine import counts
+from fairengine.counts import GroupLabelMoments, binary_cell_counts, index_dtype, label_cell_sums
 from fairengine.intervals import newcombe_interval, wald_interval, wilson_interval
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.rate_gap import rate_gaps, tolerance_pvalue
@@ -151,6 +152,83 @@ def test_moments_merge_across_partitions() -> None:
     merged = parts[0] + parts[1]
     for name in ("n", "w", "wp", "w2", "w2p", "w2p2"):
         np.testing.assert_allclose(getattr(merged, name), getattr(whole, name))
+
+
+def _reference_sums(codes, levels, y, p, w, score, bins):
+    """The six sums per (joint cell, label) and the score histograms, one bincount each."""
+    j = np.ravel_multi_index([c.astype(np.intp) for c in codes], levels) * 2 + y
+    size = 2 * int(np.prod(levels))
+    w1 = np.ones(y.size) if w is None else w
+    sums = {
+        k: np.bincount(j, weights=v, minlength=size).reshape(-1, 2)
+        for k, v in (
+            ("n", None),
+            ("w", w1),
+            ("wp", w1 * p),
+            ("w2", w1 * w1),
+            ("w2p", w1 * w1 * p),
+            ("w2p2", w1 * w1 * p * p),
+        )
+    }
+    h = j * bins + np.minimum((score * bins).astype(np.intp), bins - 1)
+    hist = np.bincount(h, weights=w, minlength=size * bins).reshape(-1, 2, bins)
+    hist2 = np.bincount(h, weights=w1 * w1, minlength=size * bins).reshape(-1, 2, bins)
+    return sums, hist, hist2
+
+
+@pytest.mark.parametrize("hard", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_blockwise_row_pass_equals_one_bincount_per_sum(monkeypatch, hard, weighted) -> None:
+    """The row pass in blocks (7 rows, so that blocks, cells and bins all straddle block
+    borders) gives the sums of one bincount over all rows: counts exactly, weighted sums up to
+    rounding; codes of mixed dtypes; hard predictions as (cell, y, ŷ) counts."""
+    monkeypatch.setattr(counts, "CHUNK_ROWS", 7)
+    rng = np.random.default_rng(5)
+    n, levels, bins = 101, (3, 2, 4), 5
+    codes = [
+        rng.integers(0, levels[0], n).astype(np.uint8),
+        rng.integers(0, levels[1], n),
+        rng.integers(0, levels[2], n).astype(np.int32),
+    ]
+    y = rng.integers(0, 2, n).astype(np.int8)
+    score = rng.random(n)
+    p = (score > 0.5).astype(float) if hard else score
+    w = rng.uniform(0.2, 2.0, n) if weighted else None
+    sums, hist, hist2 = label_cell_sums(
+        list(zip(codes, levels, strict=True)), y, p, w, hard=hard, score=score, bins=bins
+    )
+    ref, ref_hist, ref_hist2 = _reference_sums(codes, levels, y, p, w, score, bins)
+    np.testing.assert_array_equal(sums["n"], ref["n"])
+    for k in ("w", "wp", "w2", "w2p", "w2p2"):
+        np.testing.assert_allclose(sums[k], ref[k], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hist, ref_hist, rtol=1e-12)
+    np.testing.assert_allclose(hist2, ref_hist2, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [(bool, np.int8, np.int8), (np.int64, bool, np.float64), (np.uint8, np.float64, np.int16)],
+)
+def test_binary_cell_counts_match_bincount(monkeypatch, dtypes) -> None:
+    monkeypatch.setattr(counts, "CHUNK_ROWS", 16)
+    rng = np.random.default_rng(6)
+    g, y, p = (rng.integers(0, 2, 203).astype(d) for d in dtypes)
+    a, b = binary_cell_counts(g, y, p)
+    code = 2 * y.astype(int) + p.astype(int)
+    np.testing.assert_array_equal(a, np.bincount(code[g != 0], minlength=4))
+    np.testing.assert_array_equal(b, np.bincount(code[g == 0], minlength=4))
+
+
+def test_index_dtype_is_the_smallest_unsigned_type_bincount_takes() -> None:
+    assert [index_dtype(v) for v in (0, 255, 256, 65535, 65536, 2**32 - 1, 2**32)] == [
+        np.uint8,
+        np.uint8,
+        np.uint16,
+        np.uint16,
+        np.uint32,
+        np.uint32,
+        np.intp,
+    ]
 
 
 # ---------------------------------------------------------------- multiplicity

@@ -4,10 +4,11 @@
 (e.g. each (label, prediction) pair) fall in each group, a uniformly random permutation of the
 group labels is, for group A of size n_A, a *multivariate hypergeometric* draw of A's cell
 counts from the pooled counts C (and B gets C − X_A). This is exact in distribution and costs
-O(#cells) per permutation whatever the row count (lift-semantics §7.3). Within-outcome
-permutations (DiCiccio et al. 2020, §3.1) are independent hypergeometric draws per label stratum
-with that stratum's group-A size. A pooled nonparametric bootstrap of n rows is a multinomial
-draw over the (group, cell) counts with probabilities C/n.
+O(#cells) per permutation whatever the row count (lift-semantics §7.3); cells whose rows
+contribute the same sums to the statistic can be drawn as one (their split does not matter).
+Within-outcome permutations (DiCiccio et al. 2020, §3.1) are independent hypergeometric draws
+per label stratum with that stratum's group-A size. A pooled nonparametric bootstrap of n rows
+is a multinomial draw over the (group, cell) counts with probabilities C/n.
 
 **Rows.** When rows are not interchangeable (continuous scores, weights), a permutation is a
 uniformly random subset of k of the n positions. :func:`random_subset_masks` draws a batch of
@@ -26,7 +27,9 @@ def hypergeometric_cell_draws(
     """``size`` draws of group A's cell counts: multivariate hypergeometric(C, n_draw).
 
     ``cell_counts`` are the pooled counts C (non-negative integers, shape (K,)); returns an
-    int64 array (size, K) whose rows sum to ``n_draw``.
+    int64 array (size, K) whose rows sum to ``n_draw``. Drawn by numpy's
+    ``Generator.multivariate_hypergeometric`` (method ``marginals``: K − 1 univariate
+    hypergeometric draws per permutation); one cell needs no draw.
     """
     c = np.asarray(cell_counts, dtype=np.int64)
     if n_draw < 0 or n_draw > int(c.sum()):
@@ -35,22 +38,7 @@ def hypergeometric_cell_draws(
         return np.zeros((size, c.size), dtype=np.int64)
     if c.size == 1:
         return np.full((size, 1), n_draw, dtype=np.int64)
-    out = np.empty((size, c.size), dtype=np.int64)
-    remaining = np.full(size, n_draw, dtype=np.int64)
-    left = int(c.sum())
-    for k in range(c.size - 1):
-        left -= int(c[k])
-        if c[k] == 0:
-            out[:, k] = 0
-            continue
-        take = np.zeros(size, dtype=np.int64)
-        live = remaining > 0
-        if live.any():
-            take[live] = rng.hypergeometric(int(c[k]), max(left, 0), remaining[live])
-        out[:, k] = take
-        remaining -= take
-    out[:, -1] = remaining
-    return out
+    return rng.multivariate_hypergeometric(c, n_draw, size=size).astype(np.int64, copy=False)
 
 
 def stratified_cell_draws(

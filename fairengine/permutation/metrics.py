@@ -183,8 +183,16 @@ def ratio_value_variance(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(sums, dtype=np.float64)
     a, b, aa, ab, bb = (s[..., k] for k in range(5))
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.where(b != 0, a / b, np.nan)
-        var = (aa - 2.0 * m * ab + m * m * bb) / (b * b)
+        m = a / b
+        undefined = b == 0
+        if np.any(undefined):
+            m = np.where(undefined, np.nan, m)
+        # (aa − 2m·ab + m²·bb) / b², in place (the same floating-point operations)
+        var = m * ab
+        var *= -2.0
+        var += aa
+        var += m * m * bb
+        var /= b * b
     return m, np.maximum(var, 0.0)
 
 
@@ -209,18 +217,17 @@ def studentize(diff: np.ndarray, se: np.ndarray) -> np.ndarray:
     d = np.asarray(diff, dtype=np.float64)
     s = np.asarray(se, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(s > 0, d / s, np.where(d == 0, 0.0, np.sign(d) * np.inf))
+        positive = s > 0
+        if positive.all():  # the usual case: Z = Δ/se (NaN Δ stays NaN)
+            return d / s
+        z = np.where(positive, d / s, np.where(d == 0, 0.0, np.sign(d) * np.inf))
     return np.where(np.isnan(d) | np.isnan(s), np.nan, z)
 
 
-def cell_table(
-    metric: RatioMetric, label: np.ndarray, prediction: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cells of unweighted hard predictions: code 2y + ŷ per row and the (4, 5) cell values.
-
-    Cells in order (y, ŷ) = (0,0) TN, (0,1) FP, (1,0) FN, (1,1) TP.
-    """
-    code = 2 * np.asarray(label, dtype=np.intp) + np.asarray(prediction, dtype=np.intp)
+def cell_values(metric: RatioMetric) -> np.ndarray:
+    """The (4, 5) sums contributed by one row of each cell of unweighted hard predictions,
+    cells in order (y, ŷ) = (0,0) TN, (0,1) FP, (1,0) FN, (1,1) TP: the group sums are
+    (cell counts) @ (cell values)."""
     cy = np.array([0.0, 0.0, 1.0, 1.0])
     cp = np.array([0.0, 1.0, 0.0, 1.0])
-    return code, row_values(metric, cy, cp)
+    return row_values(metric, cy, cp)

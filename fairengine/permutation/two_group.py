@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from fairengine.counts import CHUNK_ROWS, binary_cell_counts
 from fairengine.devices import resolve_device
 from fairengine.errors import DataContractError
 from fairengine.intervals import newcombe_interval, wald_interval, wilson_interval, z_value
@@ -52,7 +53,7 @@ from fairengine.permutation.metrics import (
     RATIO_METRICS,
     RatioMetric,
     canonical_metric,
-    cell_table,
+    cell_values,
     ratio_value_variance,
     row_values,
     studentize,
@@ -213,31 +214,31 @@ def permutation_pvalue(
 def _check_inputs(
     y: Any, prediction: Any, in_a: Any, probability: Any, weights: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Validate the arrays without copying them: labels and predictions keep their dtype (the
+    count path reads them as they are; the other paths convert), ``in_a`` becomes bool."""
     ya = np.asarray(y)
     if ya.ndim != 1:
         raise DataContractError(f"y must be a 1-D array of 0/1 labels, got shape {ya.shape}")
     n = ya.shape[0]
-    if ya.dtype == bool:
-        ya = ya.astype(np.int8)
-    if not np.issubdtype(ya.dtype, np.number) or not np.all(np.isin(ya, (0, 1))):
+    if not _is_binary(ya):
         raise DataContractError("y must hold 0/1 labels only")
-    p = np.asarray(prediction, dtype=np.float64) if prediction is not None else None
+    p = None if prediction is None else _numeric(prediction)
     if p is None or p.shape != (n,):
         raise DataContractError(
             f"prediction must be a 1-D array with one value per row ({n}), got "
             f"{None if p is None else p.shape}"
         )
-    if not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+    if n and not (p.min() >= 0 and p.max() <= 1):  # NaN fails both comparisons
         raise DataContractError(
             "prediction must hold positive-prediction probabilities in [0, 1] (0/1 when "
             "thresholded)"
         )
     g = np.asarray(in_a)
-    if g.shape != (n,) or not (g.dtype == bool or np.all(np.isin(g, (0, 1)))):
+    if g.shape != (n,) or not _is_binary(g):
         raise DataContractError(
             f"in_a must be a boolean array marking group A's rows, one per row ({n})"
         )
-    g = g.astype(bool)
+    g = g.astype(bool, copy=False)
     s = None
     if probability is not None:
         s = np.asarray(probability, dtype=np.float64)
@@ -248,7 +249,34 @@ def _check_inputs(
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise DataContractError(f"weights must be {n} finite, non-negative values")
-    return ya.astype(np.int8), p, g, s, w
+    return ya, p, g, s, w
+
+
+def _numeric(values: Any) -> np.ndarray:
+    """``values`` as a bool, integer or float array (other inputs converted to float64)."""
+    a = np.asarray(values)
+    if a.dtype.kind in "biuf":
+        return a
+    try:
+        return np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataContractError(f"prediction must be numeric, got dtype {a.dtype}") from None
+
+
+def _is_binary(a: np.ndarray) -> bool:
+    """Whether every value is 0 or 1, without a copy: min/max for integers, a blockwise count
+    of the zeros and ones for floats."""
+    if a.dtype == np.bool_:
+        return True
+    if a.dtype.kind in "iu":
+        return a.size == 0 or bool(a.min() >= 0 and a.max() <= 1)
+    if a.dtype.kind != "f":
+        return False
+    n01 = 0
+    for lo in range(0, a.size, CHUNK_ROWS):
+        block = a[lo : lo + CHUNK_ROWS]
+        n01 += np.count_nonzero(block == 0) + np.count_nonzero(block == 1)
+    return n01 == a.size
 
 
 def _check_options(
@@ -337,7 +365,8 @@ def permutation_test(
     _check_options(
         n_permutations, alternative, studentize, scheme, confidence_level, n_bootstrap, backend
     )
-    n_a, n_b = int(g.sum()), int((~g).sum())
+    n_a = int(np.count_nonzero(g))
+    n_b = g.size - n_a
     for name, size in zip(group_names, (n_a, n_b), strict=True):
         if size < min_group_size:
             raise DataContractError(
@@ -355,9 +384,13 @@ def permutation_test(
         "rng": rng,
         "group_names": group_names,
     }
+    name = None if callable(metric) else canonical_metric(str(metric))
+    rm = RATIO_METRICS.get(name) if name is not None else None
+    if rm is not None and w is None and not rm.uses_probability and _is_binary(p):
+        return _cell_test(ya, p, g, rm, **common)  # the rows as they are: counts only
+    ya, p = ya.astype(np.int8), p.astype(np.float64, copy=False)
     if callable(metric):
         return _custom_test(ya, p if s is None else s, g, w, metric, **common)
-    name = canonical_metric(str(metric))
     if name == "auc":
         if w is not None:
             raise DataContractError(
@@ -366,12 +399,9 @@ def permutation_test(
             )
         seed_t = int(rng.integers(0, 2**63 - 1))
         return _auc_test(ya, p if s is None else s, g, backend, device, seed_t, **common)
-    rm = RATIO_METRICS[name]
+    rm = RATIO_METRICS[name]  # type: ignore[index]
     if rm.uses_probability and s is None:
         s = p
-    hard = bool(np.all((p == 0) | (p == 1)))
-    if w is None and hard and not rm.uses_probability:
-        return _cell_test(ya, p, g, rm, **common)
     return _row_test(ya, p, s, g, w, rm, **common)
 
 
@@ -463,10 +493,12 @@ def _cell_test(
     rng: np.random.Generator,
     group_names: tuple[str, str],
 ) -> PermutationTestResult:
-    """Unweighted hard predictions: permutations as hypergeometric draws over (y, ŷ) cells."""
-    code, values = cell_table(rm, y, p)
-    counts_a = np.bincount(code[g], minlength=4)
-    counts_b = np.bincount(code[~g], minlength=4)
+    """Unweighted hard predictions: permutations as hypergeometric draws over (y, ŷ) cells.
+
+    The rows are only counted (:func:`fairengine.counts.binary_cell_counts`, no copy of a
+    column); everything after works on the 4 + 4 counts."""
+    values = cell_values(rm)
+    counts_a, counts_b = binary_cell_counts(g, y, p)
     sums_a, sums_b = counts_a @ values, counts_b @ values
     ma, va = ratio_value_variance(sums_a)
     mb, vb = ratio_value_variance(sums_b)
@@ -475,14 +507,15 @@ def _cell_test(
         _undefined_error(rm.name, rm.needs, group_names, undefined)
     pooled = counts_a + counts_b
     t = n_permutations
-    if scheme == "all_rows":
-        xa = hypergeometric_cell_draws(rng, pooled, int(counts_a.sum()), t)
-    else:  # strata y=0 (cells TN, FP) and y=1 (cells FN, TP)
-        xa = stratified_cell_draws(
-            rng, [pooled[:2], pooled[2:]], [int(counts_a[:2].sum()), int(counts_a[2:].sum())], t
-        )
-    xb = pooled[None, :] - xa
-    pa, pb = xa @ values, xb @ values
+    # strata: all rows, or y=0 (cells TN, FP) and y=1 (cells FN, TP)
+    strata = [[0, 1, 2, 3]] if scheme == "all_rows" else [[0, 1], [2, 3]]
+    v, pooled_m, k_a = _merged_cells(values, pooled, counts_a, strata)
+    if len(pooled_m) == 1:
+        xa = hypergeometric_cell_draws(rng, pooled_m[0], k_a[0], t)
+    else:
+        xa = stratified_cell_draws(rng, pooled_m, k_a, t)
+    pa = (v.T @ xa.T).T  # (T, 5) with contiguous columns: the sums read column by column
+    pb = (np.concatenate(pooled_m) @ v)[None, :] - pa
     na_, va_ = ratio_value_variance(pa)
     nb_, vb_ = ratio_value_variance(pb)
     boot_sd = None
@@ -516,6 +549,30 @@ def _cell_test(
         },
         extra={"cell_counts_a": counts_a.tolist(), "cell_counts_b": counts_b.tolist()},
     )
+
+
+def _merged_cells(
+    values: np.ndarray, pooled: np.ndarray, counts_a: np.ndarray, strata: list[list[int]]
+) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
+    """Cells of a stratum whose rows add the same sums (equal rows of ``values``, e.g. TN and
+    FP for the FNR) merged into one: the group sums depend on the draw only through the merged
+    counts, whose law is again multivariate hypergeometric, so fewer cells give the same null
+    distribution with fewer draws. Returns the merged cell values (stacked over strata), each
+    stratum's pooled merged counts and group A's rows per stratum."""
+    merged, pooled_m, k_a = [], [], []
+    for cells in strata:
+        first: dict[tuple[float, ...], int] = {}  # cell values -> merged cell, in cell order
+        counts: list[int] = []
+        for c in cells:
+            key = tuple(values[c].tolist())
+            if key not in first:
+                first[key] = len(counts)
+                counts.append(0)
+            counts[first[key]] += int(pooled[c])
+        merged.append(np.array(list(first), dtype=np.float64).reshape(len(first), -1))
+        pooled_m.append(np.array(counts, dtype=np.int64))
+        k_a.append(int(counts_a[cells].sum()))
+    return np.concatenate(merged), pooled_m, k_a
 
 
 def _subset_batches(
