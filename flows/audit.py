@@ -35,7 +35,6 @@ from tasks.mlflow_log import log_to_mlflow, previous_audits_task
 from tasks.mlflow_store import check_tracking_store
 from tasks.model import first_line, resolve_scores
 from tasks.outputs import write_outputs
-from tasks.report import render_report_task
 from tasks.settings import default_report_dir, default_tracking_uri
 from tasks.validate import validate_data
 
@@ -174,6 +173,8 @@ def audit_flow(
         result.metadata["previous_audits"] = previous_audits_task(
             result, tracking_uri, cfg.mlflow.experiment
         )
+    from tasks.report import render_report_task  # matplotlib, Jinja2: after the methods
+
     html = timed("render_report", render_report_task, result)
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))

@@ -1,8 +1,10 @@
 """The ``fairengine`` command line.
 
 Imports of Prefect, MLflow and Great Expectations (about 9 s together) happen only inside the
-commands, so ``fairengine --help`` is instant. Offline defaults (telemetry off) are applied
-before any of them is imported.
+commands, so ``fairengine --help`` is instant. Offline defaults (telemetry off) and the Prefect
+API an audit reports to (:mod:`flows.prefect_server`: ``PREFECT_API_URL``, a running
+``fairengine server``, else Prefect's embedded server) are settled before any of them is
+imported.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.cli_console import (
     CONSOLE,
@@ -20,15 +23,25 @@ from flows.cli_console import (
     quiet_engine_tracebacks,
     quiet_library_output,
 )
-from flows.cli_signals import AuditInterrupted, hard_exit, in_worker_thread, install_signal_handlers
+from flows.cli_signals import (
+    AuditInterrupted,
+    end_after_exit_hooks,
+    hard_exit,
+    in_worker_thread,
+    install_signal_handlers,
+)
 from tasks.settings import apply_offline_defaults
+
+if TYPE_CHECKING:
+    from flows.prefect_server import PrefectApi
 
 EPILOG = """\
 environment:
   FAIRENGINE_HOME       folder for the default MLflow store, reports and demo files
                         (default ./fairengine-runs)
   MLFLOW_TRACKING_URI   MLflow store/server to use instead of $FAIRENGINE_HOME/mlflow.db
-  PREFECT_API_URL       a Prefect server to report runs to (default: embedded, no server)
+  PREFECT_API_URL       a Prefect server to report runs to (default: the server started by
+                        `fairengine server start` if it runs, else Prefect's embedded one)
 
 exit codes:
   0  the audit ran (verdict pass, incomplete, or fail without --fail-on-disparity)
@@ -158,6 +171,35 @@ def _build_parser() -> argparse.ArgumentParser:
         help="alternative hypothesis (default two-sided)",
     )
 
+    server = sub.add_parser(
+        "server",
+        help="keep a local Prefect server running so that audits skip the embedded server's "
+        "start (start, stop, status)",
+        description="Start, stop or show a Prefect server on 127.0.0.1 (`prefect server start`, "
+        "detached, its log in $FAIRENGINE_HOME/prefect-server.log). While it runs, audits with "
+        "the same FAIRENGINE_HOME report to it instead of starting Prefect's embedded server, "
+        "and its UI shows their runs. PREFECT_API_URL, when set, still wins. `status` exits "
+        "with 0 when the server answers and 1 otherwise.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    server.add_argument("action", choices=["start", "stop", "status"], help="what to do")
+    server.add_argument(
+        "--port",
+        type=int,
+        default=4200,
+        help="port on 127.0.0.1 for `start` (default 4200, Prefect's; 0 picks a free one)",
+    )
+    server.add_argument(
+        "--no-ui", action="store_true", help="serve the API only, without Prefect's UI"
+    )
+    server.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds `start` waits for the server to answer (default 120)",
+    )
+
     log = sub.add_parser(
         "log",
         help="log a finished audit's audit.json and report.html to MLflow (e.g. after the "
@@ -182,7 +224,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``fairengine`` command (exit codes: see :data:`EPILOG`)."""
+    """Entry point of the ``fairengine`` command (exit codes: see :data:`EPILOG`).
+
+    Without ``argv`` (the console script, ``python -m flows.cli``) it is the whole process: once
+    the command is done and every exit hook has run, the process ends without the interpreter's
+    module teardown (:func:`~flows.cli_signals.end_after_exit_hooks`).
+    """
+    outcome: dict[str, int] = {}
+    if argv is None:
+        end_after_exit_hooks(outcome)
+    code = _main(argv)
+    outcome["code"] = code
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -198,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     apply_offline_defaults()
     if not debug:  # our own progress lines replace Prefect's and MLflow's INFO chatter
         quiet_library_output()
+    if args.command == "demo" and args.home is not None:
+        os.environ["FAIRENGINE_HOME"] = str(args.home.expanduser().resolve())
+    if args.command in ("audit", "demo"):  # before Prefect is imported: it reads its API once
+        from flows.prefect_server import choose_prefect_api
+
+        args.prefect_api = choose_prefect_api()
     install_signal_handlers()
     from fairengine import progress
     from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError
@@ -211,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             return _log(args)
         if args.command == "sample-size":
             return _sample_size(args)
+        if args.command == "server":
+            return _server(args)
         return _audit(args)
     except AuditInterrupted as exc:
         hard_exit(128 + exc.signum)
@@ -271,7 +335,7 @@ def _audit(args: argparse.Namespace) -> int:
             f"({checked.store.reason}); the audit runs and is saved locally"
         )
         raw.setdefault("mlflow", {})["enabled"] = False
-    run = _run_flow(raw, str(base_dir), args.debug)
+    run = _run_flow(raw, str(base_dir), args.debug, args.prefect_api)
     _print_outcome(run)
     if store_down:
         assert checked.store is not None
@@ -344,31 +408,89 @@ def _log(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    if args.home is not None:
-        os.environ["FAIRENGINE_HOME"] = str(args.home.expanduser().resolve())
     from flows.demo import prepare_demo
 
     CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
     prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
-    run = _run_flow(prepared.config, str(prepared.config_path.parent), args.debug)
+    run = _run_flow(prepared.config, str(prepared.config_path.parent), args.debug, args.prefect_api)
     _print_outcome(run)
     print(f"\nRe-run this audit with:  fairengine audit --config {prepared.config_path}")
     return 0
 
 
-def _run_flow(config: dict, base_dir: str, debug: bool):
-    CONSOLE.say(
-        "Starting the audit flow (Prefect embedded mode: starting its temporary server takes "
-        "~10-20 s; set PREFECT_API_URL to a running server to skip it) ..."
-    )
+def _server(args: argparse.Namespace) -> int:
+    from flows.prefect_server import server_status, start_server, stop_server
+
+    if args.action == "start":
+        if not server_status()[1]:
+            CONSOLE.say("Starting the Prefect server (prefect server start) ...")
+        started = time.perf_counter()
+        record, already = start_server(args.port, ui=not args.no_ui, timeout=args.timeout)
+        if already:
+            print(f"A fairengine server is already running at {record.api_url} (pid {record.pid})")
+        else:
+            print(
+                f"Prefect server running at {record.api_url} (pid {record.pid}), answered after "
+                f"{time.perf_counter() - started:.1f} s; log: {record.log}"
+            )
+        if record.ui_url:
+            print(f"UI:          {record.ui_url}")
+        print(
+            "Audits with this FAIRENGINE_HOME now report to it instead of starting Prefect's "
+            "embedded server; stop it with `fairengine server stop`."
+        )
+        if os.environ.get("PREFECT_API_URL"):
+            CONSOLE.say(
+                f"warning: PREFECT_API_URL is set ({os.environ['PREFECT_API_URL']}); audits "
+                "report there while it is set"
+            )
+        return 0
+    if args.action == "stop":
+        record = stop_server()
+        if record is None:
+            print("No fairengine server is recorded; nothing to stop")
+        else:
+            print(f"Stopped the Prefect server at {record.api_url} (pid {record.pid})")
+        return 0
+    record, healthy = server_status()
+    if record is None:
+        print("No fairengine server is running; audits use Prefect's default (embedded) server")
+        return 1
+    state = "running" if healthy else "recorded but not answering"
+    print(f"Prefect server {state} at {record.api_url} (pid {record.pid}; log: {record.log})")
+    return 0 if healthy else 1
+
+
+def _run_flow(config: dict, base_dir: str, debug: bool, api: PrefectApi | None = None):
     start = time.perf_counter()
     if not debug:
         quiet_engine_tracebacks()
     from flows.audit import run_audit
 
+    if api is not None and api.note:
+        CONSOLE.say(f"warning: {api.note}")
+    CONSOLE.say(_flow_start_message(api))
     run = in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
     CONSOLE.say(f"Audit finished in {time.perf_counter() - start:.1f} s")
     return run
+
+
+def _flow_start_message(api: PrefectApi | None) -> str:
+    """Where the flow's runs go: a Prefect server, or the embedded one started now."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if url:
+        mode = api.mode if api is not None else ""
+        source = {"environment": "PREFECT_API_URL", "server": "fairengine server"}.get(
+            mode, "Prefect profile"
+        )
+        return f"Starting the audit flow on the Prefect server at {url} ({source}) ..."
+    return (
+        "Starting the audit flow (Prefect embedded mode: its temporary server starts now and "
+        "takes several seconds; `fairengine server start` keeps one running for later "
+        "audits) ..."
+    )
 
 
 def _print_outcome(run) -> None:

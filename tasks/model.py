@@ -12,6 +12,7 @@ source itself) live in :mod:`fairengine.model_scores`; this module is the MLflow
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import sys
 from collections.abc import Callable
@@ -96,13 +97,20 @@ def describe_model_uri(uri: str, tracking_uri: str) -> dict[str, Any]:
 
 
 def load_pyfunc(uri: str, tracking_uri: str) -> Any:
-    """``mlflow.pyfunc.load_model(uri)`` with a readable error naming the URI."""
+    """``mlflow.pyfunc.load_model(uri)`` with a readable error naming the URI.
+
+    MLflow's load-time checks of the model's recorded requirements and Python version against
+    this environment only produce warnings on its logger (0.4-1 s, one ``importlib.metadata``
+    lookup per requirement); they are skipped when that logger drops warnings anyway (the CLI
+    without ``--debug`` sets ``MLFLOW_LOGGING_LEVEL=ERROR``).
+    """
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_registry_uri(tracking_uri)
+    quiet = not logging.getLogger("mlflow").isEnabledFor(logging.WARNING)
     try:
-        return mlflow.pyfunc.load_model(uri)
+        return mlflow.pyfunc.load_model(uri, suppress_warnings=quiet)
     except Exception as exc:
         raise ModelLoadError(
             f"could not load model {uri!r} (tracking store {tracking_uri}): "

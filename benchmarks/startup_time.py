@@ -1,0 +1,435 @@
+"""Start-up of a CLI audit: what ``fairengine audit`` spends before its first method starts,
+with Prefect's embedded server (no server running) and with ``fairengine server`` running.
+
+Issue 23: "Each CLI call pays Prefect's embedded server start"; target: a warm re-run from the
+cache under 10 s end to end, start-up included. Every audit here is a fresh process, as a CLI
+call is: the demo's audit (``fairengine demo``'s data, registered LogisticRegression and
+``audit.yaml``: 5,000 rows, FlipTest, individual fairness and mitigation on) with
+``--no-mlflow --quiet``, every method result from the cache (each code version fills its own
+cache in one unmeasured warm-up run first). Three modes, interleaved run by run so that the
+machine's load falls on them alike (the order rotates from run to run):
+
+* ``before``: the code of ``--baseline-rev`` (the commit before the start-up work), no server
+  (Prefect's embedded server);
+* ``embedded``: this checkout, no server running;
+* ``server``: this checkout while ``fairengine server start`` runs (started once, timed).
+
+Each audit process runs under a wrapper (this file with ``--child``) that timestamps, without
+importing anything the CLI would not: the end of the config and data checks, the import of the
+flow modules, Prefect's embedded-server start (import of its server module in the CLI process
+plus the wait for its health check), the first flow step, the first method, the decision step,
+the return of the flow, and the import of MLflow. The parent measures the process from launch to
+exit. Medians over ``--runs`` runs per mode.
+
+Usage::
+
+    .venv/bin/python benchmarks/startup_time.py            # 3 runs per mode
+    .venv/bin/python benchmarks/startup_time.py --runs 5
+
+Writes ``benchmarks/results/startup.md`` (``--out`` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.abc
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+BASELINE_REV = "e34f99c"
+"""The commit before the start-up work (embedded server only, module teardown at exit)."""
+METHODS = (
+    "group_parity",
+    "group_metrics",
+    "permutation_tests",
+    "intersectional",
+    "fliptest",
+    "individual_fairness",
+    "mitigation",
+)
+
+
+# --------------------------------------------------------------------------- child: one audit
+class _ImportClock(importlib.abc.MetaPathFinder):
+    """Calls ``before(name)`` / ``after(module)`` around the execution of chosen modules."""
+
+    def __init__(self, hooks: dict[str, tuple[Any, Any]]) -> None:
+        self.hooks = hooks
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in self.hooks:
+            return None
+        before, after = self.hooks.pop(name)
+        spec = importlib.util.find_spec(name)  # the ordinary finders (this one has its hook popped)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            before()
+            run(module)
+            after(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def child(marks_path: Path, cli_args: list[str]) -> None:
+    """Run ``fairengine <cli_args>`` in this process as the console script does, writing the
+    wall-clock time (``time.time()``) of each phase boundary to ``marks_path``."""
+    marks: dict[str, float] = {"wrapper_start": time.time()}
+
+    def mark(key: str) -> None:
+        marks.setdefault(key, time.time())
+
+    def save() -> None:
+        marks_path.write_text(json.dumps(marks))
+
+    def after_preflight_module(module: Any) -> None:
+        run = module.preflight
+
+        def preflight(*args: Any, **kwargs: Any) -> Any:
+            out = run(*args, **kwargs)
+            mark("checks_done")
+            return out
+
+        module.preflight = preflight
+
+    def after_flow_module(module: Any) -> None:
+        mark("flow_modules_imported")
+        run = module.run_audit
+
+        def run_audit(*args: Any, **kwargs: Any) -> Any:
+            out = run(*args, **kwargs)
+            mark("flow_returned")
+            save()
+            return out
+
+        module.run_audit = run_audit
+
+    def after_server_module(module: Any) -> None:
+        mark("server_module_imported")
+        start = module.SubprocessASGIServer.start
+
+        def timed_start(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(self, "running", False):
+                return start(self, *args, **kwargs)
+            marks.setdefault("server_start_begin", time.time())
+            out = start(self, *args, **kwargs)
+            mark("server_healthy")
+            return out
+
+        module.SubprocessASGIServer.start = timed_start
+
+    sys.meta_path.insert(
+        0,
+        _ImportClock(
+            {
+                "flows.preflight": (lambda: None, after_preflight_module),
+                "flows.audit": (lambda: mark("flow_modules_import_begin"), after_flow_module),
+                "prefect.server.api.server": (
+                    lambda: mark("server_module_import_begin"),
+                    after_server_module,
+                ),
+                "mlflow": (lambda: mark("mlflow_import_begin"), lambda m: mark("mlflow_imported")),
+            }
+        ),
+    )
+    from fairengine import progress
+
+    report = progress.report
+
+    def on_progress(step: str, message: str, *args: Any, **kwargs: Any) -> None:
+        if message == "started":
+            mark(f"{step}_started")
+            if step in METHODS:
+                mark("first_method_started")
+        elif message.startswith("finished"):
+            mark(f"{step}_finished")
+            if "cached" in message:
+                mark(f"{step}_cached")
+        report(step, message, *args, **kwargs)
+
+    progress.report = on_progress
+    from flows.cli import main
+
+    sys.argv = ["fairengine", *cli_args]
+    code = main()  # no argv: the whole process, as the console script runs it
+    mark("main_returned")
+    save()
+    raise SystemExit(code)
+
+
+# --------------------------------------------------------------------------- parent
+PHASES: tuple[tuple[str, str], ...] = (
+    ("python", "interpreter start (launch to the CLI's first line)"),
+    ("checks", "imports (pandas, scipy, Prefect client, config) and the config and data checks"),
+    ("flow_import", "import of the flow modules (tasks, Prefect engine parts)"),
+    ("server", "embedded server: import of Prefect's server module + start until healthy"),
+    ("engine", "flow run start (Prefect engine, API calls) until the first step"),
+    ("steps", "data, model (MLflow import, load), scores, validation (cached)"),
+    ("before_first", "**before the first method starts** (launch to the first method)"),
+    ("methods", "methods (all from the cache)"),
+    ("finish", "decision, report, local files, flow end"),
+    ("exit", "exit: Prefect services drain, embedded server stop, interpreter teardown"),
+    ("wall", "**wall, launch to exit**"),
+)
+DETAILS: tuple[tuple[str, str], ...] = (
+    ("server_import", "of the embedded server: import of its module in the CLI process"),
+    ("server_wait", "of the embedded server: its process started until healthy"),
+    ("load_model", "of the steps: load_model (MLflow import, registry, skops/sklearn load)"),
+    ("mlflow_import", "of load_model: `import mlflow`"),
+)
+
+
+def phases(marks: dict[str, float], launched: float, ended: float) -> dict[str, float]:
+    """Seconds per phase from one run's marks (wall-clock times) and its launch and exit."""
+    m = marks
+    server = 0.0
+    if "server_healthy" in m:
+        server = m["server_healthy"] - m.get("server_module_import_begin", m["server_start_begin"])
+    first_step = m["load_data_started"]
+    out = {
+        "python": m["wrapper_start"] - launched,
+        "checks": m["checks_done"] - m["wrapper_start"],
+        "flow_import": m["flow_modules_imported"] - m["checks_done"],
+        "server": server,
+        "engine": first_step - m["flow_modules_imported"] - server,
+        "steps": m["first_method_started"] - first_step,
+        "before_first": m["first_method_started"] - launched,
+        "methods": m["decide_started"] - m["first_method_started"],
+        "finish": m["flow_returned"] - m["decide_started"],
+        "exit": ended - m["flow_returned"],
+        "wall": ended - launched,
+        "load_model": m["load_model_finished"] - m["load_model_started"],
+        "mlflow_import": m.get("mlflow_imported", 0.0) - m.get("mlflow_import_begin", 0.0),
+        "server_import": m.get("server_module_imported", 0.0)
+        - m.get("server_module_import_begin", 0.0),
+        "server_wait": m.get("server_healthy", 0.0) - m.get("server_start_begin", 0.0),
+    }
+    out = {k: round(v, 3) for k, v in out.items()}
+    out["embedded_server_started"] = float("server_healthy" in m)
+    started = [x for x in METHODS if f"{x}_started" in m]
+    out["uncached_methods"] = float(sum(f"{x}_cached" not in m for x in started))
+    return out
+
+
+def run_audit_process(
+    src: Path, env: dict[str, str], config: Path, marks: Path
+) -> dict[str, float]:
+    """One audit as a fresh process under the wrapper; returns its phases."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(marks), "--"]
+    cmd += ["audit", "--config", str(config), "--no-mlflow", "--quiet"]
+    marks.unlink(missing_ok=True)
+    launched = time.time()
+    done = subprocess.run(
+        cmd,
+        env={**env, "PYTHONPATH": str(src)},
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    ended = time.time()
+    if done.returncode != 0:
+        raise RuntimeError(f"audit failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return phases(json.loads(marks.read_text()), launched, ended)
+
+
+def base_env(root: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PREFECT_API_URL", "PREFECT_API_KEY", "MLFLOW_REGISTRY_URI", "PYTHONPATH")
+    }
+    env.update(
+        {
+            "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlflow.db'}",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+            "DO_NOT_TRACK": "true",
+            "MLFLOW_DISABLE_TELEMETRY": "true",
+            "GX_ANALYTICS_ENABLED": "false",
+            "MPLBACKEND": "Agg",
+        }
+    )
+    return env
+
+
+def prepare(root: Path, env: dict[str, str]) -> Path:
+    """The demo's data, model and config (this checkout's ``prepare_demo``), with the cache
+    and output folders fixed so that every mode shares them."""
+    demo_home = root / "demo-home"
+    script = (
+        "from flows.demo import prepare_demo\n"
+        "p = prepare_demo(progress=lambda s: None)\n"
+        "print(p.config_path)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "FAIRENGINE_HOME": str(demo_home), "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    import yaml
+
+    config_path = Path(done.stdout.strip().splitlines()[-1])
+    config = yaml.safe_load(config_path.read_text())
+    config["cache"] = {"dir": str(root / "cache")}
+    config["output"] = {"dir": str(root / "reports")}
+    bench = config_path.with_name("audit-startup.yaml")
+    bench.write_text(yaml.safe_dump(config, sort_keys=False))
+    return bench
+
+
+def baseline_source(rev: str, root: Path) -> Path:
+    """``git archive`` of ``rev`` into ``root/baseline``."""
+    out = root / "baseline"
+    out.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def fmt(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f}"
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(Path(sys.argv[2]), sys.argv[4:])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="runs per mode (default 3)")
+    ap.add_argument("--baseline-rev", default=BASELINE_REV, help="code of the 'before' mode")
+    ap.add_argument("--out", type=Path, default=RESULTS / "startup.md")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="fairengine-startup-"))
+    env = base_env(root)
+    loads = [os.getloadavg()[0]]
+    config = prepare(root, env)
+    sources = {"before": baseline_source(args.baseline_rev, root), "now": REPO}
+    envs = {
+        "before": {
+            **env,
+            "FAIRENGINE_HOME": str(root / "home-embedded"),
+            "PREFECT_HOME": str(root / "prefect-embedded"),
+        },
+        "embedded": {
+            **env,
+            "FAIRENGINE_HOME": str(root / "home-embedded"),
+            "PREFECT_HOME": str(root / "prefect-embedded"),
+        },
+        "server": {
+            **env,
+            "FAIRENGINE_HOME": str(root / "home-server"),
+            "PREFECT_HOME": str(root / "prefect-server"),
+        },
+    }
+    marks = root / "marks.json"
+    warm: dict[str, float] = {}
+    for name, mode in (("before", "before"), ("now", "embedded")):
+        t = time.perf_counter()
+        run_audit_process(sources[name], envs[mode], config, marks)
+        warm[name] = time.perf_counter() - t
+        print(f"warm-up ({name} code, methods computed and cached): {warm[name]:.1f} s")
+
+    server_env = {**envs["server"], "PYTHONPATH": str(REPO)}
+    cli = [sys.executable, "-m", "flows.cli", "server"]
+    t = time.perf_counter()
+    subprocess.run([*cli, "start", "--port", "0", "--no-ui"], env=server_env, cwd=REPO, check=True)
+    server_start = time.perf_counter() - t
+    print(f"fairengine server start: {server_start:.1f} s")
+    results: dict[str, list[dict[str, float]]] = {"before": [], "embedded": [], "server": []}
+    try:
+        for i in range(args.runs):
+            order = list(results)
+            for mode in order[i % len(order) :] + order[: i % len(order)]:  # rotating
+                src = sources["before" if mode == "before" else "now"]
+                got = run_audit_process(src, envs[mode], config, marks)
+                if got["embedded_server_started"] != (mode != "server"):
+                    raise RuntimeError(f"{mode} run: embedded server started is wrong: {got}")
+                if got["uncached_methods"]:
+                    raise RuntimeError(f"{mode} run: a method was recomputed (code changed?)")
+                results[mode].append(got)
+                loads.append(os.getloadavg()[0])
+                print(
+                    f"run {i + 1} {mode}: wall {got['wall']:.1f} s, first method at "
+                    f"{got['before_first']:.1f} s, exit {got['exit']:.1f} s"
+                )
+    finally:
+        subprocess.run([*cli, "stop"], env=server_env, cwd=REPO, check=True)
+
+    rev = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", args.baseline_rev],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    modes = list(results)
+    head = "| phase | " + " | ".join(modes) + " |"
+    rows = [head, "|---|" + "---|" * len(modes)]
+    for key, label in PHASES + DETAILS:
+        cells = [fmt([r[key] for r in results[m]]) for m in modes]
+        if key in ("before_first", "wall"):
+            cells = [f"**{c}**" for c in cells]
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    walls = {m: ", ".join(f"{r['wall']:.1f}" for r in results[m]) for m in modes}
+    lines = [
+        "# Start-up of a CLI audit: embedded Prefect server vs `fairengine server`",
+        "",
+        f"- date: {datetime.now(UTC).isoformat(timespec='seconds')}",
+        "- command: `.venv/bin/python benchmarks/startup_time.py"
+        + (f" --runs {args.runs}" if args.runs != 3 else "")
+        + "`",
+        f"- machine: {platform.system().lower()}, {os.cpu_count()} CPU cores, Python "
+        f"{platform.python_version()}, shared with other jobs: 1-min load average "
+        f"{min(loads):.1f}-{max(loads):.1f} during the runs (sampled after each run).",
+        "- audit: the demo's (`fairengine demo`: 5,000 rows, `models:/fairengine-demo-hiring/1`, "
+        "a LogisticRegression loaded from the MLflow registry; FlipTest, individual fairness and "
+        "mitigation on) as `fairengine audit --config audit.yaml --no-mlflow --quiet`, each a "
+        "fresh process, **every method result from the cache** (the warm re-run).",
+        f"- modes, interleaved run by run (order rotating), {args.runs} runs each, medians in "
+        "seconds: "
+        f"`before` = commit {rev} (before this work), Prefect's embedded server; `embedded` = "
+        "this code, no server running; `server` = this code with `fairengine server start` "
+        f"running (its start took {server_start:.1f} s once, with a fresh Prefect database).",
+        f"- warm-up runs (not measured: methods computed and cached, first embedded-server start "
+        f"on a fresh Prefect home): before {warm['before']:.1f} s, now {warm['now']:.1f} s.",
+        "",
+        *rows,
+        "",
+        "Wall per run: " + "; ".join(f"{m} {walls[m]}" for m in modes) + ".",
+        "",
+        "The phases come from timestamps taken inside each audit process (`--child` wrapper: "
+        "import hooks and the progress events of the flow) and the parent's launch and exit "
+        "times; each row is a median of its own, so the rows need not add up to the totals. "
+        "`embedded` and `before` pay the same server start; `embedded` ends without the "
+        "interpreter's module teardown and skips MLflow's requirement checks when their "
+        "warnings are hidden; `server` has neither the server-module import nor the start.",
+        "",
+    ]
+    args.out.write_text("\n".join(lines))
+    print(args.out.read_text())
+    shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
