@@ -27,7 +27,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.devices import resolve_device
 from fairengine.errors import DataContractError
 from fairengine.finding_keys import key_token, pair_token, part_token
-from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.config import FlipTestConfig, pair_threads
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
 from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
@@ -382,8 +382,9 @@ def run_fliptest(
         progress.report(METHOD, "pairs of groups", next(done), len(jobs))
         return out
 
-    if config.n_jobs > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=config.n_jobs) as pool:
+    threads = pair_threads(config)
+    if threads > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(jobs))) as pool:
             outcomes = list(pool.map(run, jobs))
     else:
         outcomes = [run(job) for job in jobs]
