@@ -51,6 +51,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -294,16 +295,17 @@ stream, so the exceedances do not depend on the order or the number of threads."
 
 
 def _idle_cores() -> int:
-    """Cores not busy with other work: the core count minus the 1-minute load average, plus the
-    one this process's own thread accounts for (at least 1). On a busy 2-core machine (load
-    3.5-4) two drawing threads made the decide step slower (23.7 s against 17.4 s on one), on
-    an idle one they share the work."""
+    """Cores not busy with other work right now: the core count minus the threads the kernel
+    has runnable besides this one (``/proc/loadavg``'s running count, an instantaneous figure;
+    the load average would still count the audit's own methods that just ended), at least 1.
+    On a busy 2-core machine two drawing threads made the decide step slower (23.7 s against
+    17.4 s on one); on idle cores they share the work. Without ``/proc``: the core count."""
     cores = os.cpu_count() or 1
     try:
-        load = os.getloadavg()[0]
-    except OSError:  # pragma: no cover - platforms without a load average
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
         return cores
-    return max(1, min(cores, int(cores - load + 1.0)))
+    return max(1, min(cores, cores - (running - 1)))
 
 
 def _draw_look(resampler: Resampler, requests: list[tuple[str, str, int, int]]) -> list[int]:
