@@ -163,3 +163,17 @@ def test_split_solves_one_by_one_match_the_batched_torch_solver(clustered):
         p1 = _plan(cost, f1[r].numpy(), g1[r].numpy(), eps)
         p2 = _plan(cost, f2[r].numpy(), g2[r].numpy(), eps)
         assert np.abs(p1 - p2).sum() < 1e-4
+
+
+def test_balancing_shift_recentres_without_a_rebuild():
+    """u e^c, v e^-c leaves the plan unchanged; the shift puts both ranges inside ±ABSORB when
+    each spans less than 2·ABSORB, and there is none when they cannot both fit."""
+    from fairengine.transport.sinkhorn_numpy import ABSORB, balancing_shift
+
+    e = math.exp
+    c = balancing_shift(e(10.4), e(-20.3), e(19.4), e(-12.1))  # the 20k x 20k case
+    assert c is not None
+    assert -ABSORB <= -20.3 + c <= 10.4 + c <= ABSORB
+    assert -ABSORB <= -12.1 - c <= 19.4 - c <= ABSORB
+    assert balancing_shift(e(25.0), e(-20.0), e(1.0), e(-1.0)) is None  # u spans 45 > 40
+    assert balancing_shift(e(15.0), e(-15.0), e(25.0), e(24.0)) is None  # u and v pull apart

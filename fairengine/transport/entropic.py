@@ -47,6 +47,7 @@ from fairengine.transport.sinkhorn_numpy import (
     CHECK_EVERY,
     CHECK_FROM,
     CUTOFF,
+    balancing_shift,
     marginal_shift,
     solve_uniform,
     squared_cost,
@@ -243,6 +244,11 @@ def _torch_solve(
                 err = math.nan
                 break
             if max(ext[0], ext[2]) > _SCALING_HI or min(ext[1], ext[3]) < _SCALING_LO:
+                shift = balancing_shift(*ext)
+                if shift is not None:  # u e^c, v e^−c: the same plan and kernel, no rebuild
+                    u.mul_(math.exp(shift))
+                    v.mul_(math.exp(-shift))
+                    continue
                 f = f + epsilon * u.log()
                 g = g + epsilon * v.log()
                 k = kernel(f, g)
