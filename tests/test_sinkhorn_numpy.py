@@ -176,4 +176,4 @@ def test_balancing_shift_recentres_without_a_rebuild():
     assert -ABSORB <= -20.3 + c <= 10.4 + c <= ABSORB
     assert -ABSORB <= -12.1 - c <= 19.4 - c <= ABSORB
     assert balancing_shift(e(25.0), e(-20.0), e(1.0), e(-1.0)) is None  # u spans 45 > 40
-    assert balancing_shift(e(15.0), e(-15.0), e(25.0), e(24.0)) is None  # u and v pull apart
+    assert balancing_shift(e(18.0), e(-18.0), e(25.0), e(24.0)) is None  # u and v pull apart
