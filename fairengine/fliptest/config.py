@@ -19,7 +19,7 @@ class FlipTestConfig:
     """FlipTest with optimal-transport maps and statistics (:func:`run_fliptest`).
 
     enabled : run the step. Default False: its null and bootstrap refits make it the slowest
-        method (109 s for Adult's sex and race, 7 group pairs, at the defaults on 2 cores);
+        method (24-30 s for Adult's sex and race, 7 group pairs, at the defaults on 2 cores);
         it also needs the model itself (``model.uri``).
     estimator : transport map: "entropic" (default; out-of-sample), "exact" (the paper's in-sample
         bijection, ``ot.emd``; groups are subsampled to equal size), "linear" (Gaussian closed
@@ -35,7 +35,7 @@ class FlipTestConfig:
         gan only).
     max_per_group : groups larger than this are randomly subsampled (every statistic uses the
         same subsample; each null/bootstrap replicate is a refit at this size). Default 500
-        (about 15 s per group pair at the default refit counts on 2 cores; the cost grows about
+        (about 4 s per group pair at the default refit counts on one core; the cost grows about
         as the square of this number).
     min_group_size : groups smaller than this (per stratum in equalized-odds mode) are skipped
         with a warning. Default 50.
