@@ -26,7 +26,6 @@ Run: ``nice -n 10 .venv/bin/python benchmarks/group_metrics_speed.py`` (writes
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import platform
@@ -40,6 +39,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interleaved_timing import interleaved, traced_peak
 
 from fairengine.counts import index_dtype
 from fairengine.dataset import AuditDataset, GroupEncoding
@@ -165,34 +166,6 @@ def role_bytes(ds: AuditDataset) -> int:
     """Bytes of the role columns the rates read: label, prediction and the group codes."""
     arrays = [ds.label, ds.prediction, *(g.codes for g in ds.groups.values())]
     return int(sum(a.nbytes for a in arrays))  # type: ignore[union-attr]
-
-
-def interleaved(fns: dict[str, object], repeats: int) -> dict[str, tuple[float, float]]:
-    """Median wall and CPU seconds of each function, called in turn A, B, A, B, … so that a
-    change of the machine's load hits all of them alike."""
-    wall: dict[str, list[float]] = {k: [] for k in fns}
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():  # warm-up (imports, caches), not timed
-        fn()  # type: ignore[operator]
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            gc.collect()
-            t0, c0 = time.perf_counter(), time.process_time()
-            fn()  # type: ignore[operator]
-            wall[name].append(time.perf_counter() - t0)
-            cpu[name].append(time.process_time() - c0)
-    return {k: (float(np.median(wall[k])), float(np.median(cpu[k]))) for k in fns}
-
-
-def traced_peak(fn) -> float:
-    """tracemalloc peak (bytes) of one call."""
-    gc.collect()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return float(peak)
 
 
 def same_rates(ours: dict, peer: dict) -> bool:

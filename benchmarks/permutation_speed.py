@@ -29,12 +29,10 @@ Writes ``benchmarks/results/permutation_speed[_<device>].md``.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import platform
 import sys
 import time
-import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +40,8 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interleaved_timing import interleaved, traced_peak
 
 from fairengine.permutation import permutation_test
 
@@ -88,33 +88,6 @@ def numpy_fnr_test(y, yhat, g, t: int, seed: int, merge: bool) -> float:
         z_obs, z_null = z(ca, cb), z(xa, xb)
     extreme = ~(np.abs(z_null) < abs(z_obs) * (1 - 100 * np.finfo(float).eps))
     return (1 + int(np.count_nonzero(extreme))) / (1 + t)
-
-
-def interleaved(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
-    """Median wall and CPU seconds per function, called in turn A, B, C, A, B, C, … (one
-    untimed warm-up each) so that changes of the machine's load hit all of them alike."""
-    wall: dict[str, list[float]] = {k: [] for k in fns}
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            gc.collect()
-            t, c = time.perf_counter(), time.process_time()
-            fn()
-            wall[name].append(time.perf_counter() - t)
-            cpu[name].append(time.process_time() - c)
-    return {k: (float(np.median(wall[k])), float(np.median(cpu[k]))) for k in fns}
-
-
-def traced_peak(fn) -> float:
-    gc.collect()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return float(peak)
 
 
 def peer_rows(rows: list[int], t_perm: int, repeats: int) -> list[str]:
