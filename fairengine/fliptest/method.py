@@ -404,6 +404,7 @@ def run_fliptest(
             **_params(config),
             "device": device,
             "device_requested": config.device,
+            "pair_threads": threads,
             "threshold_used": threshold,
             "seed": seed,
         },
