@@ -3,10 +3,10 @@ as a numpy loop, for the small CPU problems FlipTest solves by the hundred.
 
 Same algorithm as the torch loop (``../shared/docs/fliptest_ot.md`` §2-3): the kernel is stored
 around the current potentials, K_ij = exp((f_i + g_j − C_ij)/ε), entries with log-weight below
-−:data:`~fairengine.transport.entropic._CUTOFF` set to 0, the scalings absorbed into (f, g) when
-they leave [e^−20, e^20], convergence when the L1 row (and, over-relaxed, column) marginal
-error is below ``tol``. Over-relaxation is adaptive
-(:mod:`fairengine.transport.overrelaxation`).
+−:data:`CUTOFF` set to 0, the scalings re-centred (:func:`balancing_shift`) or absorbed into
+(f, g) when they leave [e^−20, e^20], convergence when the L1 row (and, over-relaxed, column)
+marginal error is below ``tol``. Over-relaxation is adaptive
+(:mod:`fairengine.transport.overrelaxation`); :func:`solve_uniform` adds the warm start at 4ε.
 
 Why numpy: at FlipTest's sizes (250-2,000 points per side) an iteration is two matrix-vector
 products of ~10 µs and a dozen element-wise operations on vectors; torch spends 3-5 µs of
