@@ -213,10 +213,22 @@ def main() -> None:
     ap.add_argument("--fliptest-attributes", nargs="*", default=None)
     ap.add_argument("--fliptest-refits", type=int, default=None)
     ap.add_argument("--out", type=Path, default=RESULTS / "full_audit_adult.md")
+    ap.add_argument(
+        "--runner",
+        choices=["threads", "dask"],
+        default="threads",
+        help="dask: a local Dask cluster (processes) and a `fairengine server` started for it",
+    )
     args = ap.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="fairengine-adult-"))
     isolate(home)
+    server = None
+    if args.runner == "dask":  # prefect-dask needs a Prefect server: a real one, on 127.0.0.1
+        from flows.prefect_server import start_server
+
+        server, _ = start_server(port=0, ui=False, home=home / "fairengine")
+        os.environ["PREFECT_API_URL"] = server.api_url
     prepared = prepare_adult(home, rows=args.rows)
     config = audit_config(
         prepared,
@@ -228,8 +240,16 @@ def main() -> None:
 
     from flows.audit import run_audit
 
+    if args.runner == "dask":
+        config["runner"] = {"kind": "dask"}
     t1 = time.perf_counter()
-    run = run_audit(config)
+    try:
+        run = run_audit(config)
+    finally:
+        if server is not None:
+            from flows.prefect_server import stop_server
+
+            stop_server(home=home / "fairengine")
     wall = time.perf_counter() - t1
     result = run.result
     timings = result.metadata["timings"]
@@ -256,14 +276,21 @@ def main() -> None:
             else ""
         )
         + (f" --fliptest-refits {args.fliptest_refits}" if args.fliptest_refits else "")
+        + (f" --runner {args.runner}" if args.runner != "threads" else "")
         + "`",
         f"- machine: {machine_line()}.",
         f"- data: Adult, {prepared.n_rows:,} audited rows, {len(prepared.features)} numeric "
         f"features; model `{prepared.model_uri}` (LogisticRegression fitted on the "
         f"{prepared.n_train:,} train-file rows); set-up (load, train, register) "
         f"{prepared.seconds:.1f} s, not counted below.",
-        "- cold: empty cache, fresh Prefect home (embedded server started inside the run), "
-        "fresh process; default thread-pool runner.",
+        (
+            "- cold: empty cache, fresh Prefect home (embedded server started inside the run), "
+            "fresh process; default thread-pool runner."
+            if args.runner == "threads"
+            else "- cold: empty cache, fresh Prefect home with a `fairengine server` started "
+            "before the run (not timed), fresh process; `runner: dask` (local cluster, "
+            "2 worker processes x 1 thread)."
+        ),
         f"- FlipTest: attributes {ft.parameters.get('attributes') or 'all (sex, race)'}, "
         f"refits {ft.parameters.get('n_permutations')}/{ft.parameters.get('n_selfmap')}/"
         f"{ft.parameters.get('n_bootstrap')} (permutation/self-map/bootstrap), "
