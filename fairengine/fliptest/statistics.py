@@ -314,20 +314,29 @@ def flip_test(
     pool_strata = np.concatenate([ss, st])
     is_src = np.r_[np.ones(len(xs), bool), np.zeros(len(xt), bool)]
     perm_points: list[np.ndarray] = []  # per replicate: pseudo-source, its images (, reverse)
+    labels = []
     for _ in range(0 if reuse else n_permutations):
         lab = np.empty_like(is_src)
         for s in np.unique(pool_strata):
             idx = np.flatnonzero(pool_strata == s)
             lab[idx] = rng.permutation(is_src[idx])
+        labels.append(lab)
+    split = _permutation_split_images(est, pool, pool_strata, labels) if invertible else None
+    for r, lab in enumerate(labels):
         ps, pt = pool[lab], pool[~lab]
-        im, _, maps = fit_images(est, ps, pt, pool_strata[lab], pool_strata[~lab])
+        if split is not None and split[2][r]:
+            im, inv = split[0][r], split[1][r]
+        else:
+            im, _, maps = fit_images(est, ps, pt, pool_strata[lab], pool_strata[~lab])
+            inv = None
+            if reverse_rates is not None:
+                inv = np.empty_like(pt)
+                for s, m in maps.items():
+                    rows = pool_strata[~lab] == s
+                    inv[rows] = m.inverse_transform(pt[rows])  # type: ignore[attr-defined]
         perm_points += [ps, im]
         if reverse_rates is not None:
-            inv = np.empty_like(pt)
-            for s, m in maps.items():
-                rows = pool_strata[~lab] == s
-                inv[rows] = m.inverse_transform(pt[rows])  # type: ignore[attr-defined]
-            perm_points += [pt, inv]
+            perm_points += [pt, inv]  # type: ignore[list-item]
     if perm_points:  # the model scores every replicate's points in one call per side
         step = 4 if reverse_rates is not None else 2
         fwd = _decide_stacked(
@@ -519,6 +528,50 @@ def _selfmap_images(
             im, _, _ = fit_images(est, xs[ai], xs[bi], ss[ai], ss[bi])
             out[r] = (ai, im)
     return out  # type: ignore[return-value]
+
+
+def _permutation_split_images(
+    est: dict[Any, TransportMap],
+    pool: np.ndarray,
+    pool_strata: np.ndarray,
+    labels: list[np.ndarray],
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray] | None:
+    """The permutation null's refits as split problems of the pooled rows: per stratum, every
+    replicate maps its pseudo-source rows onto its pseudo-target rows
+    (:func:`~fairengine.transport.entropic_batch.split_refits`: the pooled standardization,
+    which is each refit's own, and ε in cost units from the first replicate's split; one by one
+    on the CPU, batched on a GPU), with the inverse images for the reverse direction. Saves
+    each refit's own median cost and out-of-distribution guard.
+
+    Returns per replicate the images of ``pool[lab]`` and of ``pool[~lab]`` under the inverse
+    map (rows in pool order, as :func:`fit_images` gives them) and a mask of replicates that
+    converged (the others are refitted one by one), or None when the maps are not entropic at a
+    fixed ε or a stratum has too few rows on a side."""
+    n_rep = len(labels)
+    if not n_rep:
+        return None
+    strata = list(np.unique(pool_strata))
+    if not all(
+        isinstance(est.get(s), EntropicMap) and est[s].epsilon is not None  # type: ignore[union-attr]
+        for s in strata
+    ):
+        return None
+    images = [np.empty((int(lab.sum()), pool.shape[1])) for lab in labels]
+    inverse = [np.empty((int((~lab).sum()), pool.shape[1])) for lab in labels]
+    ok = np.ones(n_rep, bool)
+    for s in strata:
+        rows = np.flatnonzero(pool_strata == s)
+        src = np.stack([np.flatnonzero(lab[rows]) for lab in labels])
+        tgt = np.stack([np.flatnonzero(~lab[rows]) for lab in labels])
+        if src.shape[1] < 2 or tgt.shape[1] < 2:
+            return None
+        fwd, inv, good = split_refits(est[s], pool[rows], src, tgt, inverse=True)  # type: ignore[arg-type]
+        ok &= good
+        for r, lab in enumerate(labels):
+            # positions of this stratum's rows among the replicate's pseudo-source / -target
+            images[r][(pool_strata[lab] == s)] = fwd[r]
+            inverse[r][(pool_strata[~lab] == s)] = inv[r]  # type: ignore[index]
+    return images, inverse, ok
 
 
 def _reweightable(m: TransportMap, n_source: int, n_target: int) -> bool:
