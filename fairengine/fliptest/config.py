@@ -19,7 +19,7 @@ class FlipTestConfig:
     """FlipTest with optimal-transport maps and statistics (:func:`run_fliptest`).
 
     enabled : run the step. Default False: its null and bootstrap refits make it the slowest
-        method (24-30 s for Adult's sex and race, 7 group pairs, at the defaults on 2 cores);
+        method (19-24 s for Adult's sex and race, 7 group pairs, at the defaults on 2 cores);
         it also needs the model itself (``model.uri``).
     estimator : transport map: "entropic" (default; out-of-sample), "exact" (the paper's in-sample
         bijection, ``ot.emd``; groups are subsampled to equal size), "linear" (Gaussian closed
@@ -64,7 +64,7 @@ class FlipTestConfig:
         (``device_requested``).
     n_jobs : group pairs processed concurrently, on threads; results do not depend on it
         (every pair has its own seed). Default null: the machine's cores, at most 4 (Adult's 7
-        pairs on 2 idle cores: 23.6 s on 2 threads against 30.4 s on one; the numpy Sinkhorn
+        pairs on 2 idle cores: 19.0 s on 2 threads against 23.4 s on one; the numpy Sinkhorn
         loop releases the GIL in its products, not in its many small vector operations).
     """
 
