@@ -17,6 +17,8 @@ thread is inherited by threads started later (the flow's task-runner threads).
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,12 +33,11 @@ _saved: dict[str, Any] = {}
 _local = threading.local()  # torch's intra-op setting is per thread (OpenMP's ICVs)
 
 
+@functools.cache
 def _controller() -> Any:
-    if "controller" not in _saved:
-        from threadpoolctl import ThreadpoolController
+    from threadpoolctl import ThreadpoolController  # inspects the loaded libraries: once
 
-        _saved["controller"] = ThreadpoolController()
-    return _saved["controller"]
+    return ThreadpoolController()
 
 
 def _enter() -> None:
@@ -106,6 +107,4 @@ def follow_process_cap() -> Iterator[None]:
 def concurrent_tasks_single_threaded(n_tasks: int, cores: int | None = None) -> bool:
     """Whether ``n_tasks`` tasks running at once fill the machine's cores, so that each should
     keep its libraries single-threaded (one level of parallelism, across the tasks)."""
-    import os
-
     return n_tasks >= (cores or os.cpu_count() or 1)

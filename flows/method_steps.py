@@ -151,67 +151,56 @@ def run_methods(
     # one level of parallelism: methods that fill the cores together keep BLAS, OpenMP and
     # torch single-threaded (nested pools on the same cores wait on each other)
     with single_threaded() if concurrent_tasks_single_threaded(enabled) else nullcontext():
-        return _run_methods(cfg, dataset, model, model_info, logger, timings)
-
-
-def _run_methods(
-    cfg: AuditConfig,
-    dataset: AuditDataset,
-    model: Any,
-    model_info: dict[str, Any],
-    logger: Any,
-    timings: dict[str, float],
-) -> list[MethodResult]:
-    cache_options = step_cache(cfg, dataset, model_info)
-    submitted: dict[str, tuple[Any, float]] = {}
-    results: dict[str, MethodResult] = {}
-    for step in METHOD_STEPS:
-        params = method_config(cfg, step.name)
-        if not params.enabled:
-            results[step.name] = MethodResult(
-                step.name,
-                step.title,
-                status="not_run",
-                reason=f"disabled in the config (methods.{step.name}.enabled)",
-            )
-            continue
-        handle = None
-        if step.model_arg is not None:
-            handle = None if model is None else model.get(step.model_arg)
-            if handle is None:
+        cache_options = step_cache(cfg, dataset, model_info)
+        submitted: dict[str, tuple[Any, float]] = {}
+        results: dict[str, MethodResult] = {}
+        for step in METHOD_STEPS:
+            params = method_config(cfg, step.name)
+            if not params.enabled:
                 results[step.name] = MethodResult(
                     step.name,
                     step.title,
                     status="not_run",
-                    reason="needs the model itself (set model.uri); the audit scores came "
-                    "from a data column",
+                    reason=f"disabled in the config (methods.{step.name}.enabled)",
                 )
                 continue
-        task = step.load_task()
-        if cache_options:
-            task = task.with_options(**cache_options)
-        kwargs = _call_kwargs(task, cfg.seed, step.model_arg, handle)
-        progress.report(step.name, "started")
-        submitted[step.name] = (task.submit(dataset, params, **kwargs), time.perf_counter())
+            handle = None
+            if step.model_arg is not None:
+                handle = None if model is None else model.get(step.model_arg)
+                if handle is None:
+                    results[step.name] = MethodResult(
+                        step.name,
+                        step.title,
+                        status="not_run",
+                        reason="needs the model itself (set model.uri); the audit scores came "
+                        "from a data column",
+                    )
+                    continue
+            task = step.load_task()
+            if cache_options:
+                task = task.with_options(**cache_options)
+            kwargs = _call_kwargs(task, cfg.seed, step.model_arg, handle)
+            progress.report(step.name, "started")
+            submitted[step.name] = (task.submit(dataset, params, **kwargs), time.perf_counter())
 
-    names = {id(future): name for name, (future, _) in submitted.items()}
-    for future in as_completed([future for future, _ in submitted.values()]):
-        name = names[id(future)]
-        started = submitted[name][1]
-        step = next(s for s in METHOD_STEPS if s.name == name)
-        try:
-            results[name] = future.result()
-        except Exception as exc:  # an optional method: record the failure, finish the audit
-            logger.error("%s failed: %s: %s", step.title, type(exc).__name__, exc)
-            results[name] = MethodResult(
-                name, step.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
-            )
-        if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
-            timings[f"{name} (cached)"] = 0.0
-            progress.report(name, "finished (cached result reused)")
-            continue
-        own = results[name].seconds  # the method's own compute time, when it reports one
-        timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
-        outcome = "failed" if results[name].status == "failed" else "finished"
-        progress.report(name, f"{outcome} in {timings[name]:.1f} s")
-    return [results[s.name] for s in METHOD_STEPS]
+        names = {id(future): name for name, (future, _) in submitted.items()}
+        for future in as_completed([future for future, _ in submitted.values()]):
+            name = names[id(future)]
+            started = submitted[name][1]
+            step = next(s for s in METHOD_STEPS if s.name == name)
+            try:
+                results[name] = future.result()
+            except Exception as exc:  # an optional method: record the failure, finish the audit
+                logger.error("%s failed: %s: %s", step.title, type(exc).__name__, exc)
+                results[name] = MethodResult(
+                    name, step.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
+                )
+            if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
+                timings[f"{name} (cached)"] = 0.0
+                progress.report(name, "finished (cached result reused)")
+                continue
+            own = results[name].seconds  # the method's own compute time, when it reports one
+            timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
+            outcome = "failed" if results[name].status == "failed" else "finished"
+            progress.report(name, f"{outcome} in {timings[name]:.1f} s")
+        return [results[s.name] for s in METHOD_STEPS]

@@ -53,10 +53,6 @@ from fairengine.transport.sinkhorn_numpy import (
     squared_cost,
 )
 
-# stabilization constants shared by the numpy and torch loops (documented in sinkhorn_numpy)
-_ABSORB, _CUTOFF, _CHECK_FROM, _CHECK_EVERY = ABSORB, CUTOFF, CHECK_FROM, CHECK_EVERY
-_SCALING_HI, _SCALING_LO = math.exp(_ABSORB), math.exp(-_ABSORB)
-
 
 def _dtype(name: str) -> torch.dtype:
     if name not in ("float32", "float64"):
@@ -205,7 +201,7 @@ def _torch_solve(
         # log K_ij = (2 x_i·y_j + (f_i − |x_i|²) + (g_j − |y_j|²)) / ε in one fused pass
         k = torch.addmm(((g - y2) / epsilon)[None, :], x, y.T, alpha=2.0 / epsilon)
         k.add_(((f - x2) / epsilon)[:, None])
-        return k.masked_fill_(k < -_CUTOFF, -math.inf).exp_()
+        return k.masked_fill_(k < -CUTOFF, -math.inf).exp_()
 
     def iterate(
         f: torch.Tensor, g: torch.Tensor, k: torch.Tensor, relax: float | str
@@ -218,8 +214,8 @@ def _torch_solve(
         err, it = math.inf, 0
         for it in range(1, max_iter + 1):
             # the checks cost more than the products on small problems: every iteration at
-            # first (the scalings move fast), then every _CHECK_EVERY-th
-            check = it <= _CHECK_FROM or it % _CHECK_EVERY == 0
+            # first (the scalings move fast), then every CHECK_EVERY-th
+            check = it <= CHECK_FROM or it % CHECK_EVERY == 0
             kv = k @ v
             if it > 1 and check:  # row-marginal error of the previous iterate (kv is needed)
                 err = float((u * kv - a).abs().sum())
@@ -243,7 +239,7 @@ def _torch_solve(
             if not (math.isfinite(ext[0]) and math.isfinite(ext[2]) and ext[1] > 0 and ext[3] > 0):
                 err = math.nan
                 break
-            if max(ext[0], ext[2]) > _SCALING_HI or min(ext[1], ext[3]) < _SCALING_LO:
+            if max(ext[0], ext[2]) > math.exp(ABSORB) or min(ext[1], ext[3]) < math.exp(-ABSORB):
                 shift = balancing_shift(*ext)
                 if shift is not None:  # u e^c, v e^−c: the same plan and kernel, no rebuild
                     u.mul_(math.exp(shift))
@@ -449,7 +445,7 @@ class EntropicMap(TransportMap):
             q = torch.as_tensor(z[start : start + self.batch_size], dtype=dt, device=dev)
             logits = torch.addmm(shift[None, :], q, y.T, beta=1.0 / eps_abs, alpha=2.0 / eps_abs)
             logits.sub_(logits.max(dim=1, keepdim=True).values)
-            w = logits.masked_fill_(logits < -_CUTOFF, -math.inf).exp_()  # no denormals
+            w = logits.masked_fill_(logits < -CUTOFF, -math.inf).exp_()  # no denormals
             out[start : start + len(q)] = (
                 ((w @ y) / w.sum(dim=1, keepdim=True)).double().cpu().numpy()
             )

@@ -44,10 +44,6 @@ import torch
 
 from fairengine.library_threads import small_problem_threads
 from fairengine.transport.entropic import (
-    _ABSORB,
-    _CHECK_EVERY,
-    _CHECK_FROM,
-    _CUTOFF,
     EntropicMap,
     _cost,
     _device,
@@ -59,7 +55,14 @@ from fairengine.transport.overrelaxation import (
     overrelaxation_from_rates,
     rate_lag,
 )
-from fairengine.transport.sinkhorn_numpy import solve_uniform, squared_cost
+from fairengine.transport.sinkhorn_numpy import (
+    ABSORB,
+    CHECK_EVERY,
+    CHECK_FROM,
+    CUTOFF,
+    solve_uniform,
+    squared_cost,
+)
 
 # float64 throughout: the shared kernel is not re-centred per replicate, so scalings and kernel
 # entries need float64's range (|log| up to ~700); entries below e^-_CUTOFF64 are set to 0, entries
@@ -169,7 +172,7 @@ def batched_sinkhorn(
     for it in range(1, max_iter + 1):
         if len(idx) == 0:
             break
-        check = it <= _CHECK_FROM or it % _CHECK_EVERY == 0
+        check = it <= CHECK_FROM or it % CHECK_EVERY == 0
         kv = k @ v
         if it > 1 and check:
             err = (u * kv - aa).abs().sum(0)
@@ -319,7 +322,7 @@ def stabilized_batch_sinkhorn(
 
     def kernel(rows: torch.Tensor) -> torch.Tensor:
         k = (f[rows][:, :, None] + g[rows][:, None, :] - cost[rows]) / epsilon
-        return k.masked_fill_(k < -_CUTOFF, -math.inf).exp_()
+        return k.masked_fill_(k < -CUTOFF, -math.inf).exp_()
 
     everything = torch.arange(r_all, device=dev)
     k = kernel(everything)
@@ -331,7 +334,7 @@ def stabilized_batch_sinkhorn(
     failed = torch.zeros(r_all, dtype=torch.bool, device=dev)
     omega = overrelaxation
     for it in range(1, max_iter + 1):
-        check = it <= _CHECK_FROM or it % _CHECK_EVERY == 0
+        check = it <= CHECK_FROM or it % CHECK_EVERY == 0
         kv = torch.bmm(v[:, None, :], kt)[:, 0, :]
         if it > 1 and check:
             err = (u * kv - a).abs().sum(1)
@@ -355,7 +358,7 @@ def stabilized_batch_sinkhorn(
         lv = v.log().abs().amax(1)
         bad = ~(torch.isfinite(lu) & torch.isfinite(lv))
         failed |= bad & ~done
-        absorb = ((lu > _ABSORB) | (lv > _ABSORB)) & ~bad & ~done
+        absorb = ((lu > ABSORB) | (lv > ABSORB)) & ~bad & ~done
         if bool(absorb.any()):
             rows = everything[absorb]
             f[rows] = f[rows] + epsilon * u[rows].log()
@@ -470,7 +473,7 @@ def _softmax_images(
         alpha=2.0 / eps,
     )
     logits.sub_(logits.amax(2, keepdim=True))
-    w = logits.masked_fill_(logits < -_CUTOFF, -math.inf).exp_()
+    w = logits.masked_fill_(logits < -CUTOFF, -math.inf).exp_()
     return torch.bmm(w, support) / w.sum(2, keepdim=True)
 
 
