@@ -48,7 +48,9 @@ def main() -> None:
 
     from fairengine.audit import finalize_audit
     from fairengine.dataset import AuditDataset
+    from fairengine.decisions import Resamplers
     from fairengine.fliptest import FlipTestConfig, run_fliptest
+    from fairengine.fliptest.resampler import FlipTestResampler
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
     from fairengine.individual import IndividualConfig, run_individual_fairness
     from fairengine.intersectional import IntersectionalConfig, run_intersectional
@@ -113,7 +115,16 @@ def main() -> None:
             model={},
             validation=None,
             methods=results,
-            resampler=PermutationResampler(ds, PermutationConfig(), seed=0),
+            resampler=Resamplers(
+                PermutationResampler(ds, PermutationConfig(), seed=0),
+                FlipTestResampler(
+                    ds,
+                    fliptest,
+                    next(r for r in results if r.method == "fliptest"),
+                    predict_proba=predict_proba,
+                    seed=0,
+                ),
+            ),
         )
     )
     decide = time.perf_counter() - t

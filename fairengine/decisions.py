@@ -52,7 +52,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -103,15 +103,17 @@ class ResamplingSettings:
         if isinstance(k, bool) or not isinstance(k, int | float) or not 0 < k < math.inf:
             raise DecisionSettingsError(f"decisions.spending_k must be a number > 0, got {k!r}")
 
-    def schedule(self, first: int, can_extend: bool) -> np.ndarray:
-        """Cumulative resamples n_(1) = ``first`` < … < n_(J) of one part (fixed in advance)."""
-        if not can_extend or first >= self.max_resamples:
+    def schedule(self, first: int, can_extend: bool, cap: int | None = None) -> np.ndarray:
+        """Cumulative resamples n_(1) = ``first`` < … < n_(J) of one part (fixed in advance),
+        n_(J) = the smaller of ``max_resamples`` and the part's own ``cap``."""
+        top = self.max_resamples if cap is None else min(self.max_resamples, int(cap))
+        if not can_extend or first >= top:
             return np.asarray([first], dtype=np.int64)
         totals = [first]
         batch = float(first)
-        while totals[-1] < self.max_resamples:
+        while totals[-1] < top:
             batch *= self.growth
-            totals.append(min(self.max_resamples, totals[-1] + max(1, round(batch))))
+            totals.append(min(top, totals[-1] + max(1, round(batch))))
         return np.asarray(totals, dtype=np.int64)
 
     def look_errors(self, schedule: np.ndarray, n_parts: int) -> np.ndarray:
@@ -144,7 +146,8 @@ class FamilyTest:
 
 
 class Resampler(Protocol):
-    """Draws more resamples for the Monte-Carlo tests it knows."""
+    """Draws more resamples for the Monte-Carlo tests it knows (a resampler whose resamples
+    are costly may also bound them per test: :class:`BoundedResampler`)."""
 
     def can_extend(self, key: str) -> bool:
         """Whether test ``key`` can draw more resamples."""
@@ -155,6 +158,38 @@ class Resampler(Protocol):
         is the number already drawn (each (key, part, start) must be an independent stream).
         Called from several threads at once for different tests (thread-safe)."""
         ...
+
+
+@runtime_checkable
+class BoundedResampler(Resampler, Protocol):
+    """A :class:`Resampler` with its own cap per test (e.g. FlipTest's map refits)."""
+
+    def max_resamples(self, key: str) -> int | None:
+        """The most resamples each part of test ``key`` may reach (None: the settings' cap)."""
+        ...
+
+
+class Resamplers:
+    """Several methods' resamplers as one: each test goes to the first that can extend it."""
+
+    def __init__(self, *resamplers: Resampler | None) -> None:
+        self.resamplers = [r for r in resamplers if r is not None]
+
+    def _owner(self, key: str) -> Resampler | None:
+        return next((r for r in self.resamplers if r.can_extend(key)), None)
+
+    def can_extend(self, key: str) -> bool:
+        return self._owner(key) is not None
+
+    def max_resamples(self, key: str) -> int | None:
+        owner = self._owner(key)
+        return owner.max_resamples(key) if isinstance(owner, BoundedResampler) else None
+
+    def draw(self, key: str, part: str, start: int, batch: int) -> int:
+        owner = self._owner(key)
+        if owner is None:
+            raise KeyError(f"no resampler can draw more for test {key!r}")
+        return owner.draw(key, part, start, batch)
 
 
 @dataclass(frozen=True)
@@ -171,6 +206,8 @@ class TestDecision:
     resamples_needed: float | None = None
     """For an undetermined test: the resamples (per part) that would settle it (inf if it sits
     on its critical value); None otherwise."""
+    resample_cap: int = 0
+    """The most resamples a part of this test could reach (its schedule's last look)."""
 
     @property
     def resamples(self) -> int:
@@ -318,6 +355,49 @@ def _draw_look(resampler: Resampler, requests: list[tuple[str, str, int, int]]) 
         return [int(x) for x in pool.map(lambda r: resampler.draw(*r), requests)]
 
 
+def _worth_drawing(
+    rejected_by: Callable[[np.ndarray], np.ndarray],
+    open_tests: np.ndarray,
+    low: np.ndarray,
+    exact: np.ndarray,
+    s: np.ndarray,
+    n: np.ndarray,
+    own: np.ndarray,
+    look: np.ndarray,
+    schedules: list[np.ndarray],
+    errors: list[np.ndarray],
+) -> np.ndarray:
+    """Which open tests are worth more resamples: those that can still be rejected at their
+    cap, and those that cannot but look not rejected (p̂ = S/n; more resamples would settle
+    them). An open test that looks rejected but cannot be certified even if every resample up
+    to its cap fell short of the observed statistic (its Clopper–Pearson upper bound at the
+    remaining looks, the other tests at their most favourable lower bounds) stays
+    *undetermined* without drawing: "its smallest attainable adjusted p-value is above α".
+    Only the work depends on this; every decision is still taken on the spent intervals."""
+    worth = open_tests.copy()
+    phat = exact.copy()
+    best = np.full(exact.shape, np.nan)
+    for i in np.unique(own):
+        sel = np.flatnonzero(own == i)
+        phat[i] = float((s[sel] / n[sel]).max())
+        highs = []
+        for k in sel:
+            rest = schedules[k][look[k] + 1 :]
+            if rest.size == 0:
+                highs.append(1.0)  # cannot draw more: nothing to attain
+                continue
+            _, hi = clopper_pearson(np.full(rest.size, s[k]), rest, errors[k][look[k] + 1 :])
+            highs.append(float(hi.min()))
+        best[i] = max(highs)
+    looks_rejected = rejected_by(phat)
+    for i in np.flatnonzero(open_tests & ~np.isnan(best)):
+        q = low.copy()
+        q[i] = best[i]
+        if not rejected_by(q)[i] and looks_rejected[i]:
+            worth[i] = False
+    return worth
+
+
 def decide_family(
     tests: Sequence[FamilyTest],
     alpha: float = 0.05,
@@ -356,7 +436,16 @@ def decide_family(
     extendable = np.asarray(
         [resampler is not None and resampler.can_extend(tests[i].key) for i in owner], dtype=bool
     )
-    schedules = [settings.schedule(int(n[k]), bool(extendable[k])) for k in range(n_parts)]
+    capped = isinstance(resampler, BoundedResampler)
+    caps = {
+        i: resampler.max_resamples(tests[i].key) if capped else None  # type: ignore[union-attr]
+        for i in set(owner)
+        if extendable[owner.index(i)]
+    }
+    schedules = [
+        settings.schedule(int(n[k]), bool(extendable[k]), caps.get(owner[k]))
+        for k in range(n_parts)
+    ]
     errors = [settings.look_errors(sch, max(n_parts, 1)) for sch in schedules]
     look = np.zeros(n_parts, dtype=np.int64)
     part_low = np.zeros(n_parts)
@@ -389,6 +478,10 @@ def decide_family(
         settled_reject = rejected_by(high)
         maybe_reject = rejected_by(low)
         open_tests = maybe_reject & ~settled_reject
+        if n_parts and open_tests.any():
+            open_tests &= _worth_drawing(
+                rejected_by, open_tests, low, exact, s, n, own, look, schedules, errors
+            )
         todo = (
             np.flatnonzero(
                 open_tests[own] & extendable & (look < np.asarray([len(x) for x in schedules]) - 1)
@@ -467,6 +560,7 @@ def decide_family(
                 pvalue_high=float(high[i]),
                 parts=tuple(MonteCarloPart(names[k], int(s[k]), int(n[k])) for k in sel),
                 resamples_needed=needed.get(i),
+                resample_cap=max((int(schedules[k][-1]) for k in sel), default=0),
             )
         )
     return FamilyResult(

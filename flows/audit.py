@@ -22,8 +22,9 @@ from prefect.cache_policies import NO_CACHE
 from fairengine import progress
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
-from fairengine.decisions import ResamplingSettings
+from fairengine.decisions import Resamplers, ResamplingSettings
 from fairengine.errors import ResultLoggingError
+from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.permutation.method import PermutationResampler
 from fairengine.results import AuditResult
 from fairengine.work_bounds import check_work_bounds
@@ -159,7 +160,16 @@ def audit_flow(
             growth=cfg.decisions.growth,
             max_resamples=cfg.decisions.max_resamples,
         ),
-        resampler=PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
+        resampler=Resamplers(
+            PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
+            FlipTestResampler(
+                dataset,
+                cfg.methods.fliptest,
+                next(m for m in methods if m.method == "fliptest"),  # every step has a result
+                predict_proba=None if model is None else model.get("predict_proba"),
+                seed=cfg.seed,
+            ),
+        ),
         warnings=input_warnings,
         metadata={
             "versions": package_versions(),

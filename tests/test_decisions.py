@@ -193,6 +193,87 @@ def test_monte_carlo_without_resampler_is_undetermined_not_fail_to_reject() -> N
     assert more.decisions[-1].pvalue_high <= ALPHA / 13
 
 
+class CappedResampler(BinomialResampler):
+    """A :class:`BinomialResampler` whose tests may reach at most ``cap`` resamples (a
+    :class:`fairengine.decisions.BoundedResampler`, like FlipTest's refits); it records every
+    batch it draws."""
+
+    def __init__(self, p, rng, cap: int) -> None:
+        super().__init__(p, rng)
+        self.cap = cap
+        self.batches: list[tuple[str, str, int, int]] = []
+
+    def max_resamples(self, key: str) -> int | None:
+        return self.cap
+
+    def draw(self, key: str, part: str, start: int, batch: int) -> int:
+        self.batches.append((key, part, start, batch))
+        return super().draw(key, part, start, batch)
+
+
+def test_a_test_that_cannot_be_certified_within_its_cap_draws_nothing() -> None:
+    """Holm over 13 tests (12 exact p >= 0.2): a strong Monte-Carlo test at S = 0 of 49 needs
+    about 1,973 resamples to be certified below α/13 (the test above). Under a cap of 500 even
+    500 resamples without an exceedance cannot certify it, so none is drawn and it is
+    undetermined with its cap and what would settle it; under a cap of 5,000 it is drawn and
+    rejected. A weak test (ideal p = 0.04, S = 2 of 49: open, its interval holds α/13) that
+    cannot be rejected at the cap either is still drawn, because more resamples settle it as
+    not rejected."""
+    exact = list(np.linspace(0.2, 0.95, 12))
+    tests = [FamilyTest(f"e{i}", pvalue=float(v)) for i, v in enumerate(exact)]
+    strong = FamilyTest("strong", parts=(MonteCarloPart("permutation", 0, 49),))
+    weak = FamilyTest("weak", parts=(MonteCarloPart("permutation", 2, 49),))
+    p = {"strong": {"permutation": 0.0}, "weak": {"permutation": 0.04}}
+    alone = decide_family([*tests, strong, weak], ALPHA, "holm")
+    assert [d.decision for d in alone.decisions[-2:]] == ["undetermined", "undetermined"]
+    rs = CappedResampler(p, np.random.default_rng(1), cap=500)
+    res = decide_family([*tests, strong, weak], ALPHA, "holm", resampler=rs)
+    d_strong, d_weak = res.decisions[-2:]
+    assert d_strong.decision == "undetermined" and d_strong.resamples == 49
+    assert d_strong.resample_cap == 500
+    assert d_strong.resamples_needed is not None and d_strong.resamples_needed > 500
+    assert not [b for b in rs.batches if b[0] == "strong"], rs.batches
+    assert d_weak.decision == "fail_to_reject" and d_weak.resamples > 49
+    assert all(b[2] + b[3] <= 500 for b in rs.batches)
+    roomy = CappedResampler(p, np.random.default_rng(1), cap=5_000)
+    res = decide_family([*tests, strong, weak], ALPHA, "holm", resampler=roomy)
+    assert res.decisions[-2].decision == "reject"
+    assert 1_900 < res.decisions[-2].resamples <= 5_000
+
+
+def test_cap_words_name_the_setting_that_stopped_the_draws() -> None:
+    """An undetermined Monte-Carlo finding whose settling needs more than its cap says so and
+    names the setting (permutation tests: decisions.max_resamples)."""
+    f = Finding(
+        key="perm_tpr.g.a_b",
+        label="TPR gap",
+        estimate=0.3,
+        pvalue=0.02,
+        null_hypothesis="equal TPR",
+        resampling=[ResamplingPart("permutation", 0, 49)],
+    )
+    m = MethodResult(method="permutation_tests", title="t", findings=[f])
+    exact = [
+        Finding(key=f"e{i}", label="x", estimate=0.0, pvalue=float(v), null_hypothesis="h")
+        for i, v in enumerate(np.linspace(0.2, 0.95, 12))
+    ]
+    other = MethodResult(method="group_metrics", title="t", findings=exact)
+    audit = finalize_audit(
+        config={},
+        dataset={},
+        model={},
+        validation=None,
+        methods=[m, other],
+        resampling=ResamplingSettings(max_resamples=500),
+        resampler=CappedResampler(
+            {"perm_tpr.g.a_b": {"permutation": 0.0}}, np.random.default_rng(0), cap=10**6
+        ),
+    )
+    got = audit.methods[0].findings[0]
+    assert got.decision == "undetermined"
+    assert "The audit draws at most 500 (decisions.max_resamples)." in got.reading
+
+
 @pytest.mark.parametrize("parts", [{"x": 0.05}, {"x": 0.05, "y": 0.01}, {"x": 0.02, "y": 0.05}])
 def test_ideal_p_on_its_threshold_stays_undetermined_at_the_cap(parts: dict[str, float]) -> None:
     """Holm, m = 2: an exact p = 1e-9 and a Monte-Carlo test with ideal p = max(parts) = 0.05,

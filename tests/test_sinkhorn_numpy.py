@@ -12,7 +12,11 @@ import pytest
 import torch
 
 from fairengine.transport.entropic import _torch_solve, sinkhorn_potentials
-from fairengine.transport.entropic_batch import _one_by_one, stabilized_batch_sinkhorn
+from fairengine.transport.entropic_batch import (
+    _one_by_one,
+    _softmax_images,
+    stabilized_batch_sinkhorn,
+)
 from fairengine.transport.overrelaxation import (
     OMEGA_MAX,
     overrelaxation_from_rate,
@@ -147,22 +151,29 @@ def test_sinkhorn_potentials_reports_omega_and_falls_back_to_plain(clustered, mo
 
 
 def test_split_solves_one_by_one_match_the_batched_torch_solver(clustered):
-    """The CPU path of the split refits (numpy, one replicate at a time) and the batched torch
-    solver (kept for CUDA) give the same potentials' transport plans."""
+    """The CPU path of the split refits (numpy, one replicate at a time, images from the kept
+    cost matrix) and the batched torch solver (kept for CUDA, images by a batched softmax)
+    give the same images, forward and inverse."""
     xs, _ = clustered
     rng = np.random.default_rng(0)
     idx = np.stack([rng.permutation(300) for _ in range(4)])
     x = torch.as_tensor(xs[idx[:, :150]], dtype=torch.float64)
     y = torch.as_tensor(xs[idx[:, 150:]], dtype=torch.float64)
     eps = 0.05 * float(np.median(squared_cost(xs[:150], xs[150:])))
-    f1, g1, ok1 = _one_by_one(x, y, eps, 20_000, 1e-6)
+    fwd1, inv1, ok1 = _one_by_one(x, y, eps, 20_000, 1e-6, inverse=True)
     f2, g2, ok2 = stabilized_batch_sinkhorn(x, y, eps, max_iter=20_000, tol=1e-6)
     assert ok1.all() and ok2.all()
+    fwd2 = _softmax_images(x, y, g2, eps).numpy()
+    inv2 = _softmax_images(y, x, f2, eps).numpy()
+    scale = float(np.abs(xs).max())
+    assert np.abs(fwd1 - fwd2).max() < 1e-4 * scale
+    assert np.abs(inv1 - inv2).max() < 1e-4 * scale  # type: ignore[operator]
+    # and the images are barycentres of the plan of the one-by-one potentials
     for r in range(4):
         cost = squared_cost(x[r].numpy(), y[r].numpy())
-        p1 = _plan(cost, f1[r].numpy(), g1[r].numpy(), eps)
-        p2 = _plan(cost, f2[r].numpy(), g2[r].numpy(), eps)
-        assert np.abs(p1 - p2).sum() < 1e-4
+        run = solve_uniform(cost, eps, max_iter=20_000, tol=1e-6, dtype=np.float64)
+        plan = _plan(cost, run.f, run.g, eps)
+        assert np.allclose(fwd1[r], plan @ y[r].numpy() / plan.sum(1, keepdims=True), atol=1e-8)
 
 
 def test_balancing_shift_recentres_without_a_rebuild():

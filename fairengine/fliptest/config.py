@@ -12,6 +12,7 @@ from fairengine.setting_checks import require_integers
 ESTIMATORS = ("entropic", "exact", "linear", "gan")
 MODES = ("demographic_parity", "equalized_odds")
 COSTS = ("sqeuclidean", "sqcityblock")
+MAX_NULL_REFITS_DEFAULT = 2_999
 
 
 @dataclass
@@ -45,6 +46,11 @@ class FlipTestConfig:
         1 / (min(n_permutations, n_selfmap) + 1) = 0.02; raise both together.
     n_selfmap : self-map null refits. Default 49.
     n_bootstrap : bootstrap refits (intervals, rank stability, flip frequency). Default 49.
+    max_null_refits : the most refits of each null (permutation, self-map) a flipset test may
+        reach when the audit's sequential decisions draw more where its decision is open
+        (``decisions``; :mod:`fairengine.fliptest.resampler`). A test that would need more is
+        reported *undetermined* with the refits that would settle it; 0 draws none. Default
+        MAX_NULL_REFITS_DEFAULT.
     confidence_level : interval level. Default 0.95.
     alpha : level used for "minimum detectable" rates in the readings. Default 0.05.
     stable_threshold : a flip is "stable" if it occurs in at least this share of refits.
@@ -82,6 +88,7 @@ class FlipTestConfig:
     n_permutations: int = 49
     n_selfmap: int = 49
     n_bootstrap: int = 49
+    max_null_refits: int = MAX_NULL_REFITS_DEFAULT
     confidence_level: float = 0.95
     alpha: float = 0.05
     stable_threshold: float = 0.5
@@ -123,6 +130,7 @@ class FlipTestConfig:
                 ("n_permutations", 0),
                 ("n_selfmap", 0),
                 ("n_bootstrap", 0),
+                ("max_null_refits", 0),
                 ("top_features", 1),
                 ("histogram_bins", 2),
                 ("gan_epochs", 1),

@@ -274,6 +274,63 @@ def _words(kind: str) -> str:
     return "advantaged (F+)" if kind == "positive" else "disadvantaged (F-)"
 
 
+def decision_threshold(dataset: AuditDataset, config: FlipTestConfig) -> float:
+    """The threshold on P(y=1) of FlipTest's decisions: ``config.threshold``, else the
+    dataset's, else 0.5."""
+    if config.threshold is not None:
+        return config.threshold
+    return dataset.threshold if dataset.threshold is not None else 0.5
+
+
+def plan_pairs(
+    dataset: AuditDataset, config: FlipTestConfig, seed: int
+) -> tuple[list[_PairJob], list[str]]:
+    """The group pairs FlipTest compares, in order, each with its own seed drawn from ``seed``
+    (deterministic), and the warnings about groups and pairs left out."""
+    attrs = list(config.attributes) if config.attributes is not None else list(dataset.groups)
+    unknown = [a for a in attrs if a not in dataset.groups]
+    if unknown:
+        raise DataContractError(
+            f"methods.fliptest.attributes {unknown} are not protected attributes of the dataset "
+            f"({list(dataset.groups)})"
+        )
+    rng = np.random.default_rng(seed)
+    eo = config.mode == "equalized_odds"
+    warnings: list[str] = []
+    jobs: list[_PairJob] = []
+    for attr in attrs:
+        enc = dataset.groups[attr]
+        eligible = []
+        for g, cat in enumerate(enc.categories):
+            rows = enc.codes == g
+            sizes = (
+                [int(np.sum(rows & (dataset.label == y))) for y in (0, 1)]
+                if eo
+                else [int(rows.sum())]
+            )
+            if min(sizes) < config.min_group_size:
+                warnings.append(
+                    f"FlipTest skips {attr}={cat!r}: {min(sizes)} rows"
+                    + (" in a true-label stratum" if eo else "")
+                    + f" < min_group_size={config.min_group_size}"
+                )
+            else:
+                eligible.append((int(rows.sum()), g))
+        eligible = [g for _, g in sorted(eligible, key=lambda t: (-t[0], t[1]))]
+        pairs = [tuple(sorted(p)) for p in itertools.combinations(eligible, 2)]
+        if len(pairs) > config.max_pairs:
+            warnings.append(
+                f"FlipTest tests the {config.max_pairs} pairs of the largest groups of {attr} "
+                f"out of {len(pairs)} (methods.fliptest.max_pairs)"
+            )
+            pairs = pairs[: config.max_pairs]
+        if not pairs:
+            warnings.append(f"FlipTest: no pair of groups of {attr} large enough to test")
+        for ga, gb in pairs:
+            jobs.append(_PairJob(attr, ga, gb, int(rng.integers(2**31))))
+    return jobs, warnings
+
+
 def run_fliptest(
     dataset: AuditDataset,
     config: FlipTestConfig,
@@ -314,57 +371,12 @@ def run_fliptest(
             f"FlipTest: feature(s) {constant} are constant over the whole dataset; drop them from "
             "the features (they carry no information for a transport map)"
         )
-    threshold = (
-        config.threshold
-        if config.threshold is not None
-        else (dataset.threshold if dataset.threshold is not None else 0.5)
-    )
-    attrs = list(config.attributes) if config.attributes is not None else list(dataset.groups)
-    unknown = [a for a in attrs if a not in dataset.groups]
-    if unknown:
-        raise DataContractError(
-            f"methods.fliptest.attributes {unknown} are not protected attributes of the dataset "
-            f"({list(dataset.groups)})"
-        )
-    rng = np.random.default_rng(seed)
+    threshold = decision_threshold(dataset, config)
     device = map_device(config)
     estimator = make_estimator(config, seed, device)
-    eo = config.mode == "equalized_odds"
     findings: list[Finding] = []
-    warnings: list[str] = []
     pair_details: list[dict[str, Any]] = []
-    jobs: list[_PairJob] = []
-
-    for attr in attrs:
-        enc = dataset.groups[attr]
-        eligible = []
-        for g, cat in enumerate(enc.categories):
-            rows = enc.codes == g
-            sizes = (
-                [int(np.sum(rows & (dataset.label == y))) for y in (0, 1)]
-                if eo
-                else [int(rows.sum())]
-            )
-            if min(sizes) < config.min_group_size:
-                warnings.append(
-                    f"FlipTest skips {attr}={cat!r}: {min(sizes)} rows"
-                    + (" in a true-label stratum" if eo else "")
-                    + f" < min_group_size={config.min_group_size}"
-                )
-            else:
-                eligible.append((int(rows.sum()), g))
-        eligible = [g for _, g in sorted(eligible, key=lambda t: (-t[0], t[1]))]
-        pairs = [tuple(sorted(p)) for p in itertools.combinations(eligible, 2)]
-        if len(pairs) > config.max_pairs:
-            warnings.append(
-                f"FlipTest tests the {config.max_pairs} pairs of the largest groups of {attr} "
-                f"out of {len(pairs)} (methods.fliptest.max_pairs)"
-            )
-            pairs = pairs[: config.max_pairs]
-        if not pairs:
-            warnings.append(f"FlipTest: no pair of groups of {attr} large enough to test")
-        for ga, gb in pairs:
-            jobs.append(_PairJob(attr, ga, gb, int(rng.integers(2**31))))
+    jobs, warnings = plan_pairs(dataset, config, seed)
     deciders = {
         a: _decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
         for a in {j.attr for j in jobs}
@@ -492,23 +504,34 @@ class _PairJob:
     seed: int
 
 
-def _run_pair(
+@dataclass
+class PairSample:
+    """The rows one group pair is tested on: features of each group (``xa``, ``xb``, after
+    ``max_per_group`` subsampling), their strata (true labels in equalized-odds mode, else
+    zeros), the pooled SD per feature (``scale``), warnings, and the pair's generator after
+    the draws (the directions' seeds come from it)."""
+
+    xa: np.ndarray
+    xb: np.ndarray
+    strata_a: np.ndarray
+    strata_b: np.ndarray
+    scale: np.ndarray
+    warnings: list[str]
+    rng: np.random.Generator
+
+
+def pair_sample(
     job: _PairJob,
     dataset: AuditDataset,
     config: FlipTestConfig,
     x_all: np.ndarray,
     names: list[str],
-    estimator: TransportMap,
-    decide: Callable[[np.ndarray, str], np.ndarray],
-    map_cache: MapCache | None,
-) -> tuple[dict[str, Any], list[Finding], list[str]]:
-    """Both directions of one group pair: (pair details, findings, warnings). Deterministic
-    given ``job.seed``, whatever thread runs it."""
+) -> PairSample:
+    """The rows of ``job``'s pair, drawn from ``job.seed`` (deterministic)."""
     attr, ga, gb = job.attr, job.ga, job.gb
     rng = np.random.default_rng(job.seed)
     enc = dataset.groups[attr]
     eo = config.mode == "equalized_odds"
-    findings: list[Finding] = []
     warnings: list[str] = []
     idx = {}
     for g in (ga, gb):
@@ -537,6 +560,30 @@ def _run_pair(
             f"{enc.categories[ga]!r} vs {enc.categories[gb]!r}: constant in both groups"
         )
         scale = np.where(scale > 0, scale, 1.0)
+    return PairSample(xa, xb, strata[ga], strata[gb], scale, warnings, rng)
+
+
+def _run_pair(
+    job: _PairJob,
+    dataset: AuditDataset,
+    config: FlipTestConfig,
+    x_all: np.ndarray,
+    names: list[str],
+    estimator: TransportMap,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    map_cache: MapCache | None,
+) -> tuple[dict[str, Any], list[Finding], list[str]]:
+    """Both directions of one group pair: (pair details, findings, warnings). Deterministic
+    given ``job.seed``, whatever thread runs it."""
+    attr = job.attr
+    sample = pair_sample(job, dataset, config, x_all, names)
+    rng, xa, xb = sample.rng, sample.xa, sample.xb
+    strata = {job.ga: sample.strata_a, job.gb: sample.strata_b}
+    ga, gb, scale = job.ga, job.gb, sample.scale
+    findings: list[Finding] = []
+    warnings = list(sample.warnings)
+    enc = dataset.groups[attr]
+    eo = config.mode == "equalized_odds"
     a_name, b_name = enc.categories[ga], enc.categories[gb]
     directions = []
     shared = None  # the first direction's permutation refits, inverted (entropic)

@@ -289,69 +289,19 @@ def flip_test(
     eps = {str(s): float(m.epsilon_) for s, m in fitted.items() if hasattr(m, "epsilon_")}
 
     # null 1: self-map (half → other half of the source, within strata)
-    self_rates = np.empty((n_selfmap, 2))
-    halves = []
-    for _ in range(n_selfmap):
-        per_stratum = []
-        for s in np.unique(ss):
-            idx = rng.permutation(np.flatnonzero(ss == s))
-            h = len(idx) // 2
-            per_stratum.append((idx[:h], idx[h : 2 * h]))
-        halves.append(per_stratum)
-    selfmaps = _selfmap_images(est, xs, ss, halves)
-    mapped = _decide_stacked(decide, [im for _, im in selfmaps], source)
-    for r, ((ai, _), dm) in enumerate(zip(selfmaps, mapped, strict=True)):
-        p, q = flipset_masks(dec_s[ai], dm)
-        self_rates[r] = p.mean(), q.mean()
+    self_rates = selfmap_rates(est, xs, ss, dec_s, decide, source, draw_halves(rng, ss, n_selfmap))
 
     # null 2: label permutation within strata; an entropic refit also gives the reverse
     # direction's null draw (its inverse map), handed to the caller for target -> source
     reuse = permutation_null is not None and permutation_null.usable(n_permutations, eps)
-    perm_rates = permutation_null.rates if reuse else np.empty((n_permutations, 2))  # type: ignore[union-attr]
-    invertible = not reuse and all(isinstance(m, EntropicMap) for m in est.values())
-    reverse_rates = np.empty((n_permutations, 2)) if invertible else None
-    pool = np.vstack([xs, xt])
-    pool_strata = np.concatenate([ss, st])
-    is_src = np.r_[np.ones(len(xs), bool), np.zeros(len(xt), bool)]
-    perm_points: list[np.ndarray] = []  # per replicate: pseudo-source, its images (, reverse)
-    labels = []
-    for _ in range(0 if reuse else n_permutations):
-        lab = np.empty_like(is_src)
-        for s in np.unique(pool_strata):
-            idx = np.flatnonzero(pool_strata == s)
-            lab[idx] = rng.permutation(is_src[idx])
-        labels.append(lab)
-    split = _permutation_split_images(est, pool, pool_strata, labels) if invertible else None
-    for r, lab in enumerate(labels):
-        ps, pt = pool[lab], pool[~lab]
-        if split is not None and split[2][r]:
-            im, inv = split[0][r], split[1][r]
-        else:
-            im, _, maps = fit_images(est, ps, pt, pool_strata[lab], pool_strata[~lab])
-            inv = None
-            if reverse_rates is not None:
-                inv = np.empty_like(pt)
-                for s, m in maps.items():
-                    rows = pool_strata[~lab] == s
-                    inv[rows] = m.inverse_transform(pt[rows])  # type: ignore[attr-defined]
-        perm_points += [ps, im]
-        if reverse_rates is not None:
-            perm_points += [pt, inv]  # type: ignore[list-item]
-    if perm_points:  # the model scores every replicate's points in one call per side
-        step = 4 if reverse_rates is not None else 2
-        fwd = _decide_stacked(
-            decide, [x for i, x in enumerate(perm_points) if i % step < 2], source
+    reverse_rates = None
+    if reuse:
+        perm_rates = permutation_null.rates  # type: ignore[union-attr]
+    else:
+        labels = draw_labels(rng, ss, st, n_permutations)
+        perm_rates, reverse_rates = permutation_rates(
+            est, xs, xt, ss, st, decide, source, target, labels
         )
-        for r in range(n_permutations):
-            p, q = flipset_masks(fwd[2 * r], fwd[2 * r + 1])
-            perm_rates[r] = p.mean(), q.mean()
-        if reverse_rates is not None:
-            rev = _decide_stacked(
-                decide, [x for i, x in enumerate(perm_points) if i % step >= 2], target
-            )
-            for r in range(n_permutations):
-                p, q = flipset_masks(rev[2 * r], rev[2 * r + 1])
-                reverse_rates[r] = p.mean(), q.mean()
 
     # bootstrap refits (+ per-individual flip frequency of the original source rows)
     boot_rates = np.empty((n_bootstrap, 2))
@@ -423,6 +373,114 @@ def flip_test(
         ),
         permutation_null_reused=reuse,
     )
+
+
+def draw_halves(
+    rng: np.random.Generator, ss: np.ndarray, n: int
+) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """``n`` self-map splits of the source rows: per replicate and stratum, (rows of half A,
+    rows of half B), each half ⌊size/2⌋ rows drawn without replacement."""
+    halves = []
+    for _ in range(n):
+        per_stratum = []
+        for s in np.unique(ss):
+            idx = rng.permutation(np.flatnonzero(ss == s))
+            h = len(idx) // 2
+            per_stratum.append((idx[:h], idx[h : 2 * h]))
+        halves.append(per_stratum)
+    return halves
+
+
+def selfmap_rates(
+    est: dict[Any, TransportMap],
+    xs: np.ndarray,
+    ss: np.ndarray,
+    dec_s: np.ndarray,
+    decide: Decide,
+    source: str,
+    halves: list[list[tuple[np.ndarray, np.ndarray]]],
+) -> np.ndarray:
+    """Self-map null flip rates (R x 2: F+, F−): each replicate maps half A onto half B of the
+    source (:func:`draw_halves`) with the frozen-ε estimators ``est`` and counts A's flips, the
+    model seeing the source group on both sides (``dec_s``: its decisions on ``xs``)."""
+    rates = np.empty((len(halves), 2))
+    selfmaps = _selfmap_images(est, xs, ss, halves)
+    mapped = _decide_stacked(decide, [im for _, im in selfmaps], source)
+    for r, ((ai, _), dm) in enumerate(zip(selfmaps, mapped, strict=True)):
+        p, q = flipset_masks(dec_s[ai], dm)
+        rates[r] = p.mean(), q.mean()
+    return rates
+
+
+def draw_labels(
+    rng: np.random.Generator, ss: np.ndarray, st: np.ndarray, n: int
+) -> list[np.ndarray]:
+    """``n`` permutations of the group label over the pooled rows (source rows first), within
+    strata: True marks a pseudo-source row."""
+    pool_strata = np.concatenate([ss, st])
+    is_src = np.r_[np.ones(len(ss), bool), np.zeros(len(st), bool)]
+    labels = []
+    for _ in range(n):
+        lab = np.empty_like(is_src)
+        for s in np.unique(pool_strata):
+            idx = np.flatnonzero(pool_strata == s)
+            lab[idx] = rng.permutation(is_src[idx])
+        labels.append(lab)
+    return labels
+
+
+def permutation_rates(
+    est: dict[Any, TransportMap],
+    xs: np.ndarray,
+    xt: np.ndarray,
+    ss: np.ndarray,
+    st: np.ndarray,
+    decide: Decide,
+    source: str,
+    target: str,
+    labels: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Permutation null flip rates (R x 2: F+, F−) of ``source`` → ``target`` for the label
+    draws ``labels`` (:func:`draw_labels`): refit pseudo-source → pseudo-target and count the
+    pseudo-source's flips, the model seeing the source group on both sides. For entropic maps
+    also the reverse direction's draws from the same refits (each refit's inverse map, the
+    model seeing ``target``); otherwise None."""
+    n = len(labels)
+    rates = np.empty((n, 2))
+    invertible = all(isinstance(m, EntropicMap) for m in est.values())
+    reverse = np.empty((n, 2)) if invertible else None
+    pool = np.vstack([xs, xt])
+    pool_strata = np.concatenate([ss, st])
+    split = _permutation_split_images(est, pool, pool_strata, labels) if invertible else None
+    points: list[np.ndarray] = []  # per replicate: pseudo-source, its images (, reverse)
+    for r, lab in enumerate(labels):
+        ps, pt = pool[lab], pool[~lab]
+        if split is not None and split[2][r]:
+            im, inv = split[0][r], split[1][r]
+        else:
+            im, _, maps = fit_images(est, ps, pt, pool_strata[lab], pool_strata[~lab])
+            inv = None
+            if reverse is not None:
+                inv = np.empty_like(pt)
+                for s, m in maps.items():
+                    rows = pool_strata[~lab] == s
+                    inv[rows] = m.inverse_transform(pt[rows])  # type: ignore[attr-defined]
+        points += [ps, im]
+        if reverse is not None:
+            points += [pt, inv]  # type: ignore[list-item]
+    if not points:  # the model scores every replicate's points in one call per side
+        return rates, reverse
+    step = 4 if reverse is not None else 2
+    fwd = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step < 2], source)
+    for r in range(n):
+        p, q = flipset_masks(fwd[2 * r], fwd[2 * r + 1])
+        rates[r] = p.mean(), q.mean()
+    if reverse is not None:
+        rev = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step >= 2], target)
+        for r in range(n):
+            p, q = flipset_masks(rev[2 * r], rev[2 * r + 1])
+            reverse[r] = p.mean(), q.mean()
+    return rates, reverse
 
 
 def _bootstrap_images(

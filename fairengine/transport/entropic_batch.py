@@ -420,7 +420,9 @@ def split_refits(
             xs = zt[torch.as_tensor(source[sl])]
             ys = zt[torch.as_tensor(target[sl])]
             if estimator.device == "cpu":
-                f, g, good = _one_by_one(xs, ys, eps, estimator.max_iter, estimator.tol)
+                fz, bz, good = _one_by_one(
+                    xs, ys, eps, estimator.max_iter, estimator.tol, inverse=inverse
+                )
             else:
                 f, g, good = stabilized_batch_sinkhorn(
                     xs.to(estimator.device),
@@ -430,36 +432,59 @@ def split_refits(
                     tol=estimator.tol,
                 )
                 f, g = f.cpu(), g.cpu()
+                fz = _softmax_images(xs, ys, g, eps).double().numpy()
+                bz = _softmax_images(ys, xs, f, eps).double().numpy() if inverse else None
             ok[sl] = good
-            fz = _softmax_images(xs, ys, g, eps)
-            images[sl] = _unstandardize(fz.double().numpy(), center, sd, active)
+            images[sl] = _unstandardize(fz, center, sd, active)
             if inv is not None:
-                bz = _softmax_images(ys, xs, f, eps)
-                inv[sl] = _unstandardize(bz.double().numpy(), center, sd, active)
+                inv[sl] = _unstandardize(bz, center, sd, active)  # type: ignore[arg-type]
     return images, inv, ok
 
 
 def _one_by_one(
-    xs: torch.Tensor, ys: torch.Tensor, eps: float, max_iter: int, tol: float
-) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    xs: torch.Tensor,
+    ys: torch.Tensor,
+    eps: float,
+    max_iter: int,
+    tol: float,
+    *,
+    inverse: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """The replicates of :func:`split_refits` solved one at a time by the numpy loop
     (:func:`~fairengine.transport.sinkhorn_numpy.solve_uniform`, adaptive over-relaxation), in
-    the points' dtype. On CPU this beats :func:`stabilized_batch_sinkhorn`: each replicate's
-    kernel stays in cache and stops at its own convergence (measured on Adult's self-map
-    halves, 49 x 250 x 250: 0.6 s against 3.4 s)."""
+    the points' dtype, each with its images (and, with ``inverse``, its target's images under
+    the inverse map) computed from the same cost matrix (:func:`_barycentric`). On CPU this
+    beats :func:`stabilized_batch_sinkhorn`: each replicate's kernel stays in cache and stops
+    at its own convergence (measured on Adult's self-map halves, 49 x 250 x 250: 0.6 s
+    against 3.4 s); the images from the kept cost matrix cost half of torch's batched softmax
+    (500 x 500, 2 features: 0.85 ms against 2.3 ms each)."""
     npd = np.float32 if xs.dtype == torch.float32 else np.float64
     x64, y64 = xs.double().numpy(), ys.double().numpy()
-    f = np.zeros(x64.shape[:2])
-    g = np.zeros(y64.shape[:2])
+    fwd = np.full(x64.shape, np.nan)
+    inv = np.full(y64.shape, np.nan) if inverse else None
     good = np.zeros(len(x64), bool)
     for r in range(len(x64)):
-        run = solve_uniform(
-            squared_cost(x64[r], y64[r]), eps, max_iter=max_iter, tol=tol, dtype=npd
-        )
+        cost = squared_cost(x64[r], y64[r])
+        run = solve_uniform(cost, eps, max_iter=max_iter, tol=tol, dtype=npd)
         good[r] = run.marginal_error < tol and np.isfinite(run.f).all() and np.isfinite(run.g).all()
-        if good[r]:
-            f[r], g[r] = run.f, run.g
-    return torch.as_tensor(f, dtype=xs.dtype), torch.as_tensor(g, dtype=xs.dtype), good
+        if not good[r]:
+            continue
+        fwd[r] = _barycentric(cost, run.g, eps, y64[r])
+        if inv is not None:
+            inv[r] = _barycentric(cost.T, run.f, eps, x64[r])
+    return fwd, inv, good
+
+
+def _barycentric(
+    cost: np.ndarray, potential: np.ndarray, eps: float, support: np.ndarray
+) -> np.ndarray:
+    """T(x_i) = Σ_j s_j softmax_j((h_j − C_ij)/ε) (float64; ``cost`` is overwritten-safe: a
+    new array holds the logits)."""
+    logits = potential[None, :] - cost
+    logits *= 1.0 / eps
+    logits -= logits.max(axis=1, keepdims=True)
+    np.exp(logits, out=logits)
+    return (logits @ support) / logits.sum(axis=1, keepdims=True)
 
 
 def _softmax_images(
