@@ -12,7 +12,7 @@ from fairengine.setting_checks import require_integers
 ESTIMATORS = ("entropic", "exact", "linear", "gan")
 MODES = ("demographic_parity", "equalized_odds")
 COSTS = ("sqeuclidean", "sqcityblock")
-MAX_NULL_REFITS_DEFAULT = 2_999
+MAX_NULL_REFITS_DEFAULT = 1_999
 
 
 @dataclass
