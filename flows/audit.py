@@ -22,16 +22,18 @@ from prefect.cache_policies import NO_CACHE
 from fairengine import progress
 from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
-from fairengine.decisions import Resamplers, ResamplingSettings
+from fairengine.dataset import AuditDataset
+from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
 from fairengine.errors import ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.permutation.method import PermutationResampler
-from fairengine.results import AuditResult
+from fairengine.results import AuditResult, MethodResult
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
+from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
 from tasks.mlflow_store import check_tracking_store
 from tasks.model import first_line, resolve_scores
@@ -160,16 +162,7 @@ def audit_flow(
             growth=cfg.decisions.growth,
             max_resamples=cfg.decisions.max_resamples,
         ),
-        resampler=Resamplers(
-            PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
-            FlipTestResampler(
-                dataset,
-                cfg.methods.fliptest,
-                next(m for m in methods if m.method == "fliptest"),  # every step has a result
-                predict_proba=None if model is None else model.get("predict_proba"),
-                seed=cfg.seed,
-            ),
-        ),
+        resampler=decision_resampler(cfg, dataset, methods, model, model_info),
         warnings=input_warnings,
         metadata={
             "versions": package_versions(),
@@ -222,6 +215,37 @@ def audit_flow(
             mlflow_info = {**mlflow_info, "mitigated_model_uri": mitigated["uri"]}
     logger.info("Report: %s", paths["report"])
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
+
+
+def decision_resampler(
+    cfg: AuditConfig,
+    dataset: AuditDataset,
+    methods: list[MethodResult],
+    model: Any,
+    model_info: dict[str, Any],
+) -> Resampler:
+    """What draws more resamples where a decision is open: the permutation tests' permutations
+    and FlipTest's null refits, kept in the audit's cache (``<cache dir>/draws``) when caching
+    is on, so that a re-run from the cache does not draw them again."""
+    resampler = Resamplers(
+        PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
+        FlipTestResampler(
+            dataset,
+            cfg.methods.fliptest,
+            next(m for m in methods if m.method == "fliptest"),  # every step has a result
+            predict_proba=None if model is None else model.get("predict_proba"),
+            seed=cfg.seed,
+        ),
+    )
+    root = cache_root(cfg)
+    if root is None:
+        return resampler
+    settings = {
+        "permutation_tests": cfg.methods.permutation_tests,
+        "fliptest": cfg.methods.fliptest,
+    }
+    identity = draw_identity(dataset, model_info, settings, cfg.seed)
+    return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 
 
 def _register_mitigation(
