@@ -383,7 +383,7 @@ def split_refits(
     *,
     inverse: bool = False,
     rng: np.random.Generator | None = None,
-    max_chunk_bytes: float = 1.6e7,
+    max_chunk_bytes: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Refits of an entropic map with a fixed relative ε between subsets of one point set, all
     at once: replicate r maps ``pool[source[r]]`` onto ``pool[target[r]]`` (FlipTest's
@@ -394,7 +394,8 @@ def split_refits(
     (``estimator.epsilon`` × the median cost between the first replicate's two sides) are
     computed once from the pool, which for these splits is every replicate's own pooled
     sample. Replicates run through :func:`stabilized_batch_sinkhorn` in chunks of at most
-    ``max_chunk_bytes`` of kernel.
+    ``max_chunk_bytes`` of kernel (default 16 MB on the CPU, whose loop solves them one by one,
+    and 512 MB on a GPU, whose batched solver wants many at once).
 
     Returns the images of each replicate's source rows (R, k, d), with ``inverse`` the images
     of its target rows under the inverse map (R, l, d), and a (R,) mask of replicates that
@@ -410,6 +411,8 @@ def split_refits(
     dt = _dtype(estimator.dtype)
     zt = torch.as_tensor(z, dtype=dt)
     r_all, k_rows, l_rows = source.shape[0], source.shape[1], target.shape[1]
+    if max_chunk_bytes is None:
+        max_chunk_bytes = 1.6e7 if estimator.device == "cpu" else 5.12e8
     chunk = max(1, int(max_chunk_bytes // (k_rows * l_rows * (4 if dt == torch.float32 else 8))))
     images = np.empty((r_all, k_rows, pool.shape[1]))
     inv = np.empty((r_all, l_rows, pool.shape[1])) if inverse else None
