@@ -14,6 +14,21 @@ exactly when the interval lies outside [−τ, τ]). Without a threshold, rates 
 probabilities (expected counts). Everything is computed from the per-(group, label) sufficient
 statistics of :mod:`fairengine.counts`: one pass over the rows.
 
+**Exact small-sample test** (``exact``, :mod:`fairengine.exact_tolerance`). For unweighted hard
+predictions the tolerance p-value of a pair can come from the exact unconditional test
+(Farrington–Manning score statistic, supremum over the nuisance rate) instead of the Newcombe
+inversion, whose size exceeds α far in the tail for small groups and rare rates: ``"auto"``
+(default) uses it when the smaller of the two groups' rate denominators (rows with the
+conditioning label) is at most ``exact_max_rows`` (200) and the outcome table is within
+:data:`fairengine.exact_tolerance.EXACT_MAX_CELLS`; ``"always"`` wherever it is defined (a
+warning names each pair whose table is too large, and a weighted or expected-count audit gets
+one warning that no pair can use it); ``"never"`` keeps the Newcombe inversion everywhere. The
+reported interval stays Newcombe's, so for an exact pair the p-value and the interval are no
+longer dual: the interval can lie outside [−τ, τ] while p > α, or the reverse. The **p-value
+decides** (it is the exact test; the audit adjusts and decides on p-values), and the finding's
+reading says that the p-value is the exact test's; ``details.attributes.<attr>.pairs`` names
+the test of every pair (``test``).
+
 A finding is left untested (p-value None, the reason in its reading and in the warnings) when
 its gap is undefined (a group has no row with the conditioning label), when it repeats another
 finding (a pair with no negative labels in either group has TPR gap = demographic-parity gap,
@@ -24,6 +39,7 @@ no valid Wald test).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -32,6 +48,12 @@ import numpy as np
 from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.exact_tolerance import (
+    EXACT_MAX_CELLS,
+    EXACT_TEST,
+    exact_cells,
+    exact_tolerance_pvalue,
+)
 from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.intervals import wald_interval, wilson_interval
 from fairengine.rate_gap import (
@@ -45,6 +67,19 @@ from fairengine.results import Finding, Interval, MethodResult, gap_question
 
 METHOD = "group_parity"
 TITLE = "Demographic parity and equalized odds"
+
+#: Values of ``exact`` (module docstring).
+EXACT_MODES = ("auto", "always", "never")
+#: Default of ``exact_max_rows``: the auto rule's largest smaller-group size.
+EXACT_MAX_ROWS = 200
+#: The tolerance test of a pair, as named in ``details`` (``test``).
+NEWCOMBE_TEST = "Newcombe hybrid score interval inversion"
+NEWCOMBE_EFFECTIVE_TEST = "Newcombe hybrid score interval inversion (effective counts)"
+WALD_TEST = "Wald interval inversion"
+EXACT_READING = (
+    "; the p-value is the exact unconditional test's (Farrington–Manning score) and decides, "
+    "the interval is Newcombe's"
+)
 
 # rate name -> (labels it conditions on, metric key prefix, human name)
 RATES: dict[str, tuple[tuple[int, ...], str, str]] = {
@@ -129,12 +164,13 @@ def comparison_rows(
     *,
     skip: np.ndarray | None = None,
     pvalues: bool = False,
+    tests: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """JSON-ready rows for every pair (a, b) of ``gaps.pairs``: the signed and absolute gap
-    with its interval (and tolerance p-value when ``pvalues``), the ratio r_a/r_b with its log
-    interval, the disparate-impact ratio min/max and the four-fifths flag; with
-    ``lift_compat`` also LiFT's gap of rates rounded half-up first. Pairs with a group flagged
-    in ``skip`` are left out."""
+    with its interval (and tolerance p-value when ``pvalues``, with the name of its test when
+    ``tests`` is given, one per pair), the ratio r_a/r_b with its log interval, the
+    disparate-impact ratio min/max and the four-fifths flag; with ``lift_compat`` also LiFT's
+    gap of rates rounded half-up first. Pairs with a group flagged in ``skip`` are left out."""
     ratios = rate_ratios(rate["estimate"], rate["variance"], level=level)
     rounded = round_half_up(rate["estimate"])
     rows = []
@@ -151,6 +187,8 @@ def comparison_rows(
         }
         if pvalues:
             row["pvalue"] = float(gaps.pvalue[k])
+            if tests is not None:
+                row["test"] = tests[k]
         row.update(
             ratio=float(ratios.estimate[k]),
             ratio_low=float(ratios.low[k]),
@@ -192,12 +230,71 @@ def pair_comparisons(
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class ExactChoice:
+    """The tolerance tests of one rate's pairs after :func:`exact_gaps`: ``gaps`` with the exact
+    p-values put in, the name of each pair's test, and the pairs (a, b) of group indices that
+    ``exact="always"`` could not test exactly (outcome table above ``EXACT_MAX_CELLS``)."""
+
+    gaps: RateGaps
+    tests: list[str]
+    too_large: list[tuple[int, int]]
+
+
+def exact_gaps(
+    moments: GroupLabelMoments,
+    rate: dict[str, np.ndarray],
+    gaps: RateGaps,
+    *,
+    tolerance: float,
+    exact: str = "auto",
+    exact_max_rows: int = EXACT_MAX_ROWS,
+    cache: dict[tuple[int, int, int, int], float] | None = None,
+) -> ExactChoice:
+    """Replace the Newcombe tolerance p-values of :func:`rate_pair_gaps` by the exact
+    unconditional test's (:mod:`fairengine.exact_tolerance`) where ``exact`` asks for it
+    (module docstring): only for unweighted hard predictions, both groups non-empty, and the
+    outcome table within ``EXACT_MAX_CELLS``; with ``"auto"`` also only when the smaller rate
+    denominator is at most ``exact_max_rows``. ``cache`` (keyed by the counts) lets rates with
+    the same counts (a TPR gap equal to the DP gap) share one computation."""
+    if moments.hard and not moments.weighted:
+        base = NEWCOMBE_TEST
+    else:
+        base = NEWCOMBE_EFFECTIVE_TEST if moments.hard else WALD_TEST
+    tests = [base] * len(gaps.pairs)
+    if exact == "never" or not (moments.hard and not moments.weighted):
+        return ExactChoice(gaps, tests, [])
+    n = np.nan_to_num(rate["n"]).astype(np.int64)
+    k = np.round(np.nan_to_num(rate["estimate"]) * n).astype(np.int64)
+    pvalue = gaps.pvalue.copy()
+    too_large: list[tuple[int, int]] = []
+    cache = {} if cache is None else cache
+    for idx, (a, b) in enumerate(gaps.pairs):
+        na, nb = int(n[a]), int(n[b])
+        if na == 0 or nb == 0:  # undefined gap: not tested
+            continue
+        fits = exact_cells(na, nb) <= EXACT_MAX_CELLS
+        if exact == "auto" and not (fits and min(na, nb) <= exact_max_rows):
+            continue
+        if not fits:
+            too_large.append((a, b))
+            continue
+        key = (int(k[a]), na, int(k[b]), nb)
+        if key not in cache:
+            cache[key] = exact_tolerance_pvalue(*key, tolerance)
+        pvalue[idx] = cache[key]
+        tests[idx] = EXACT_TEST
+    return ExactChoice(dataclasses.replace(gaps, pvalue=pvalue), tests, too_large)
+
+
 def group_parity(
     dataset: AuditDataset,
     *,
     tolerance: float = 0.05,
     confidence_level: float = 0.95,
     attributes: list[str] | None = None,
+    exact: str = "auto",
+    exact_max_rows: int = EXACT_MAX_ROWS,
 ) -> MethodResult:
     """Demographic-parity and equalized-odds gaps for all group pairs of each attribute.
 
@@ -207,6 +304,11 @@ def group_parity(
     tolerance : τ in H0: |gap| ≤ τ; gaps within τ are tolerated. Default 0.05.
     confidence_level : level of the reported intervals. Default 0.95.
     attributes : protected attributes to audit (default: all of ``dataset.roles.protected``).
+    exact : ``"auto"`` (default), ``"always"`` or ``"never"``: where the tolerance p-value
+        comes from the exact unconditional test instead of the Newcombe inversion (module
+        docstring).
+    exact_max_rows : with ``exact="auto"``, the exact test is used when the smaller rate
+        denominator of the pair is at most this many rows. Default 200.
 
     Returns a :class:`MethodResult` whose findings are keyed ``dp_gap.<attr>.<a>_<b>``,
     ``tpr_gap.<attr>.<a>_<b>`` and ``fpr_gap.<attr>.<a>_<b>``; p-values are raw (the audit adjusts
@@ -221,6 +323,16 @@ def group_parity(
         raise DataContractError(
             f"group_parity confidence_level must lie in (0, 1), got {confidence_level!r}"
         )
+    if exact not in EXACT_MODES:
+        raise DataContractError(
+            f"group_parity exact must be one of {list(EXACT_MODES)}, got {exact!r}"
+        )
+    if isinstance(exact_max_rows, bool) or not (
+        isinstance(exact_max_rows, int | np.integer) and exact_max_rows >= 1
+    ):
+        raise DataContractError(
+            f"group_parity exact_max_rows must be a whole number >= 1, got {exact_max_rows!r}"
+        )
     attrs = list(dataset.roles.protected) if attributes is None else list(attributes)
     unknown = [a for a in attrs if a not in dataset.groups]
     if unknown:
@@ -234,12 +346,33 @@ def group_parity(
         "prediction": dataset.prediction_mode,
         "threshold": dataset.threshold,
         "tolerance": tolerance,
+        "exact": {"mode": exact, "max_rows": exact_max_rows, "max_cells": EXACT_MAX_CELLS},
         "attributes": {},
     }
+    if exact == "always" and not (dataset.threshold is not None and dataset.weights is None):
+        why = "it has sample weights" if dataset.threshold is not None else "it has no threshold"
+        warnings.append(
+            "group_parity exact is 'always', but the exact test needs unweighted hard "
+            f"predictions and this audit does not ({why}): every pair's p-value comes from "
+            "the interval inversion"
+        )
     for attr in attrs:
         mom = moments_for(dataset, attr)
         rates = group_rates(mom, confidence_level)
         cats = mom.categories
+        cache: dict[tuple[int, int, int, int], float] = {}
+        chosen: dict[str, ExactChoice] = {}
+        for name in RATES:
+            gaps = rate_pair_gaps(mom, rates[name], tolerance=tolerance, level=confidence_level)
+            chosen[name] = exact_gaps(
+                mom,
+                rates[name],
+                gaps,
+                tolerance=tolerance,
+                exact=exact,
+                exact_max_rows=exact_max_rows,
+                cache=cache,
+            )
         details["attributes"][attr] = {
             "groups": [
                 {
@@ -253,14 +386,32 @@ def group_parity(
                 }
                 for g in range(len(cats))
             ],
-            "pairs": pair_comparisons(mom, confidence_level, tolerance=tolerance, rates=rates),
+            "pairs": {
+                name: comparison_rows(
+                    cats,
+                    rates[name],
+                    chosen[name].gaps,
+                    confidence_level,
+                    False,
+                    pvalues=True,
+                    tests=chosen[name].tests,
+                )
+                for name in RATES
+            },
         }
         for name, (labels, prefix, human) in RATES.items():
-            r = rates[name]
-            gaps = rate_pair_gaps(mom, r, tolerance=tolerance, level=confidence_level)
+            gaps, tests = chosen[name].gaps, chosen[name].tests
+            n = rates[name]["n"]
             for k, (a, b) in enumerate(gaps.pairs):
                 est = float(gaps.estimate[k])
                 reason = _untested_reason(mom, name, labels, (a, b), bool(gaps.zero_variance[k]))
+                if reason is None and (a, b) in chosen[name].too_large:
+                    warnings.append(
+                        f"{prefix} for {attr} {cats[a]!r} vs {cats[b]!r}: the exact test would "
+                        f"enumerate {exact_cells(int(n[a]), int(n[b])):,} outcome tables, more "
+                        f"than {EXACT_MAX_CELLS:,}; its p-value comes from the Newcombe "
+                        "interval inversion"
+                    )
                 if reason is not None:
                     warnings.append(
                         f"{prefix} for {attr} {cats[a]!r} vs {cats[b]!r} is not tested: {reason}"
@@ -288,7 +439,12 @@ def group_parity(
                             else None
                         ),
                         null_hypothesis=f"|gap| ≤ {tolerance:g}",
-                        reading=words + ("." if reason is None else f"; not tested: {reason}."),
+                        reading=words
+                        + (
+                            f"; not tested: {reason}."
+                            if reason is not None
+                            else (EXACT_READING if tests[k] == EXACT_TEST else "") + "."
+                        ),
                         question=gap_question(name, attr, cats[a], cats[b]),
                         null_kind="tolerance" if tolerance > 0 else "zero",
                     )
@@ -300,6 +456,8 @@ def group_parity(
             "tolerance": tolerance,
             "confidence_level": confidence_level,
             "attributes": attrs,
+            "exact": exact,
+            "exact_max_rows": exact_max_rows,
             "threshold": dataset.threshold,
             "prediction": dataset.prediction_mode,
         },

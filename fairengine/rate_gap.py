@@ -41,7 +41,10 @@ correction is what holds the level for small groups and rare rates (plain Wilson
 (coverage 95.5–95.6 % at 400–1000 rows per group). Limitation: the approximation is least
 accurate far in the tail, where multiplicity-adjusted thresholds look: at α = 10⁻³ the exact
 size reaches about 6× nominal for 30 rows against 3000 at rate 0.005 and 13× for one row
-against 1000 (the Wald test: 760× and 1000×); an exact test would be needed there.
+against 1000 (the Wald test: 760× and 1000×). The exact unconditional test of
+:mod:`fairengine.exact_tolerance` holds the level there (its size is computed by full
+enumeration in tests/test_exact_tolerance.py); group parity uses it for small groups
+(:mod:`fairengine.parity`, option ``exact``).
 
 Newcombe RG (1998), Interval estimation for the difference between independent proportions:
 comparison of eleven methods. Stat Med 17:873–890.

@@ -18,7 +18,11 @@ from fairengine.results import MethodResult
 def group_parity_task(dataset: AuditDataset, params: GroupParityConfig) -> MethodResult:
     """Run :func:`fairengine.parity.group_parity` with the configured parameters."""
     result = group_parity(
-        dataset, tolerance=params.tolerance, confidence_level=params.confidence_level
+        dataset,
+        tolerance=params.tolerance,
+        confidence_level=params.confidence_level,
+        exact=params.exact,
+        exact_max_rows=params.exact_max_rows,
     )
     get_run_logger().info(
         "Group parity: %d gaps over %d attribute(s) in %.2f s",

@@ -17,6 +17,7 @@ from scipy import optimize, stats
 
 from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
+from fairengine.exact_tolerance import exact_tolerance_pvalue
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
 from fairengine.intervals import newcombe_interval, newcombe_limits, wilson_interval
 from fairengine.parity import group_parity
@@ -315,7 +316,7 @@ def test_group_parity_uses_the_inverted_interval_on_the_counts() -> None:
             "b": (rng.integers(0, 2, 120), rng.random(120) < 0.2),
         }
     )
-    _, f = parity(df)
+    _, f = parity(df, exact="never")
     yhat = df["s"] > 0.5
     k = [int(yhat[df.g == g].sum()) for g in "ab"]
     n = [int((df.g == g).sum()) for g in "ab"]
@@ -324,6 +325,14 @@ def test_group_parity_uses_the_inverted_interval_on_the_counts() -> None:
     )
     lo, hi = newcombe_interval(k[0], n[0], k[1], n[1], 0.95, continuity=True)
     assert (f["dp_gap"].interval.low, f["dp_gap"].interval.high) == pytest.approx((lo, hi))
+    # By default (exact="auto") groups of 80 and 120 rows (<= 200) take the exact unconditional
+    # test's p-value instead (0.0138 here against Newcombe's 0.0066); the interval is unchanged.
+    _, fa = parity(df)
+    assert fa["dp_gap"].pvalue == pytest.approx(
+        exact_tolerance_pvalue(k[0], n[0], k[1], n[1], 0.05), rel=1e-12
+    )
+    assert fa["dp_gap"].pvalue != pytest.approx(f["dp_gap"].pvalue, rel=0.1)
+    assert fa["dp_gap"].interval == f["dp_gap"].interval
 
 
 def test_constant_weights_give_the_unweighted_result() -> None:
@@ -331,7 +340,9 @@ def test_constant_weights_give_the_unweighted_result() -> None:
     rng = np.random.default_rng(4)
     df = frame({"a": (rng.integers(0, 2, 30), np.zeros(30)), "b": big_group(400, 60)})
     df["w"] = 2.5
-    _, fu = parity(df)
+    # exact="never": unweighted groups of 30 rows would otherwise take the exact test's p-value
+    # (dp_gap 0.132 against Newcombe's 0.138), which weighted data never use.
+    _, fu = parity(df, exact="never")
     resw, fw = parity(df, weight="w")
     for key in ("dp_gap", "tpr_gap", "fpr_gap"):
         assert fw[key].pvalue == pytest.approx(fu[key].pvalue, rel=1e-9)
