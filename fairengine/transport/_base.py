@@ -74,6 +74,10 @@ def as_points(name: str, x: Any, n_features: int | None = None) -> tuple[np.ndar
     return arr, names
 
 
+_MAP_CLASSES: dict[str, type[TransportMap]] = {}
+"""Subclasses of :class:`TransportMap` by class name, for loading saved states."""
+
+
 class TransportMap(BaseEstimator):
     """Base class: ``fit(source, target)`` then ``transform(x)`` (scikit-learn conventions).
 
@@ -81,6 +85,10 @@ class TransportMap(BaseEstimator):
     Learned attributes (``mean_``, ``scale_``, ``n_features_in_``, ``feature_names_in_``) end in
     an underscore.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _MAP_CLASSES[cls.__name__] = cls
 
     standardize: bool = True
     min_samples: int = 10
@@ -255,14 +263,14 @@ class TransportMap(BaseEstimator):
 
 
 def _map_class(name: Any) -> type[TransportMap]:
-    from fairengine.transport import ESTIMATORS
-
-    classes = {c.__name__: c for c in ESTIMATORS.values()}
-    if name not in classes:
+    """The map class a saved state names (every subclass of :class:`TransportMap` registers
+    itself by class name when it is defined; the package imports all of them)."""
+    if name not in _MAP_CLASSES:
         raise DataContractError(
-            f"unknown transport map class {name!r} in the state; expected one of {sorted(classes)}"
+            f"unknown transport map class {name!r} in the state; expected one of "
+            f"{sorted(_MAP_CLASSES)}"
         )
-    return classes[name]
+    return _MAP_CLASSES[name]
 
 
 def sq_euclidean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
