@@ -95,13 +95,21 @@ def method_config(cfg: AuditConfig, name: str) -> Any:
     return getattr(cfg.methods, name)
 
 
-def _call_kwargs(task: Any, seed: int, model_arg: str | None, model: Any) -> dict[str, Any]:
+def _call_kwargs(task: Any, cfg: AuditConfig, model_arg: str | None, model: Any) -> dict[str, Any]:
+    """The keywords a method's task takes besides the dataset and its config: the seed, the
+    model, and (FlipTest) the folder of its fitted maps in the audit's cache, passed rather
+    than recovered from the task's run context."""
     accepted = inspect.signature(task.fn).parameters
     kwargs: dict[str, Any] = {}
     if "seed" in accepted:
-        kwargs["seed"] = seed
+        kwargs["seed"] = cfg.seed
     if model_arg is not None:
         kwargs[model_arg] = model
+    root = cache_root(cfg)
+    if "map_cache_dir" in accepted and root is not None:
+        from tasks.fliptest import MAP_FOLDER  # loaded with the task already
+
+        kwargs["map_cache_dir"] = str(root / MAP_FOLDER)
     return kwargs
 
 
@@ -179,7 +187,7 @@ def run_methods(
             task = step.load_task()
             if cache_options:
                 task = task.with_options(**cache_options)
-            kwargs = _call_kwargs(task, cfg.seed, step.model_arg, handle)
+            kwargs = _call_kwargs(task, cfg, step.model_arg, handle)
             progress.report(step.name, "started")
             submitted[step.name] = (task.submit(dataset, params, **kwargs), time.perf_counter())
 

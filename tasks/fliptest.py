@@ -9,11 +9,11 @@ under ``artifacts/fliptest/``. A later run whose step is not cached as a whole (
 
 Where the maps go (:func:`resolve_map_folder`):
 
-1. ``map_cache_dir`` when the caller passes it;
-2. else, when the step runs with persisted results (the audit's ``cache`` config is on), the
-   ``fliptest-maps`` folder beside its result storage (``<cache dir>/fliptest-maps``);
-3. else (caching off, or the task called outside a flow run) a fresh temporary folder: the
-   maps are still saved for the run's artifacts, but never reused.
+1. ``map_cache_dir`` when the caller passes it: the audit flow passes
+   ``<cache dir>/fliptest-maps`` when the audit's ``cache`` is on
+   (:func:`flows.method_steps.run_methods`);
+2. else (caching off, or the task called on its own) a fresh temporary folder: the maps are
+   still saved for the run's artifacts, but never reused.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.context import TaskRunContext
 from prefect.exceptions import MissingContextError
 
 from fairengine.dataset import AuditDataset
@@ -47,14 +46,11 @@ def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
 
 
 def resolve_map_folder(explicit: str | Path | None = None) -> tuple[Path, bool]:
-    """(folder for the fitted maps, reused across runs?) following the module docstring."""
+    """(folder for the fitted maps, reused across runs?): ``explicit`` (the flow passes
+    ``<cache dir>/fliptest-maps`` when the audit's cache is on), else a fresh temporary folder
+    whose maps are saved for the run's artifacts but never reused."""
     if explicit is not None:
         return Path(explicit).expanduser(), True
-    ctx = TaskRunContext.get()
-    storage = getattr(getattr(ctx, "task", None), "result_storage", None)
-    persisted = bool(getattr(getattr(ctx, "task", None), "persist_result", False))
-    if persisted and isinstance(storage, str | Path):
-        return Path(storage).expanduser().parent / MAP_FOLDER, True
     return Path(tempfile.mkdtemp(prefix="fairengine-fliptest-maps-")), False
 
 

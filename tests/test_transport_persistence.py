@@ -255,17 +255,22 @@ def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
 
 
 def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
-    """With the audit's step caching on (flows.method_steps.step_cache), the task finds the
-    cache folder from its result storage: maps land in <cache.dir>/fliptest-maps and a second
-    run with another n_bootstrap (a new step key, so the step itself re-runs) loads them."""
+    """With the audit's step caching on (flows.method_steps.step_cache), the flow passes the
+    task its map folder (<cache.dir>/fliptest-maps): maps land there and a second run with
+    another n_bootstrap (a new step key, so the step itself re-runs) loads them. With caching
+    off no folder is passed (the task keeps its maps in a temporary folder)."""
     from prefect import flow
 
     from fairengine.config import AuditConfig
-    from flows.method_steps import step_cache
+    from flows.method_steps import _call_kwargs, step_cache
     from tasks.fliptest import MAP_FOLDER, fliptest_task
 
     cfg = AuditConfig.from_dict({"cache": {"dir": str(tmp_path / "cache")}})
     options = step_cache(cfg, lipton, {"uri": "models:/test/1"})
+    kwargs = _call_kwargs(fliptest_task, cfg, "predict_proba", _hire_proba)
+    assert kwargs["map_cache_dir"] == str(tmp_path / "cache" / MAP_FOLDER)
+    off = AuditConfig.from_dict({"cache": {"enabled": False}})
+    assert "map_cache_dir" not in _call_kwargs(fliptest_task, off, "predict_proba", _hire_proba)
 
     @flow
     def audit(n_bootstrap: int):
@@ -278,7 +283,7 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
             validate=False,
         )
         task = fliptest_task.with_options(**options)
-        return task(lipton, params, seed=0, predict_proba=_hire_proba)
+        return task(lipton, params, **kwargs)
 
     first = audit(1)
     paths = [a["path"] for a in first.details["artifacts"]]
