@@ -33,11 +33,13 @@ import yaml
 from fairengine.errors import ConfigError
 from fairengine.fliptest.config import FlipTestConfig
 from fairengine.group_metrics import GroupMetricsConfig
+from fairengine.group_parity_config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
 from fairengine.multiplicity import AUDIT_PROCEDURES as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
+from fairengine.registry import BUILT_IN, METHODS, method_spec
 from fairengine.roles import ColumnRoles
 from fairengine.scores import SCORE_TYPES
 
@@ -117,46 +119,15 @@ class ValidationConfig:
     max_groups: int = 50
 
 
-#: Values of ``methods.group_parity.exact`` (see :mod:`fairengine.parity`).
-GROUP_PARITY_EXACT = ("auto", "always", "never")
-
-
-@dataclass
-class GroupParityConfig:
-    """Demographic parity and equalized-odds gaps (see :func:`fairengine.parity.group_parity`).
-
-    ``exact``: where the tolerance p-value of a pair comes from the exact unconditional test
-    (:mod:`fairengine.exact_tolerance`) instead of the Newcombe interval inversion: ``auto``
-    (default: unweighted hard predictions, the smaller group of the pair at most
-    ``exact_max_rows`` rows, the outcome table within the exact test's cell limit),
-    ``always`` (wherever the test is defined; a warning names the pairs where it is not) or
-    ``never``. ``exact_max_rows``: the auto rule's bound (default 200; docs/group_parity.md).
-    """
-
-    enabled: bool = True
-    tolerance: float = 0.05
-    confidence_level: float = 0.95
-    exact: str = "auto"
-    exact_max_rows: int = 200
-
-    def __post_init__(self) -> None:
-        if self.exact not in GROUP_PARITY_EXACT:
-            raise ConfigError(
-                f"methods.group_parity.exact must be one of {list(GROUP_PARITY_EXACT)}, "
-                f"got {self.exact!r}"
-            )
-        if isinstance(self.exact_max_rows, bool) or not (
-            isinstance(self.exact_max_rows, int) and self.exact_max_rows >= 1
-        ):
-            raise ConfigError(
-                "methods.group_parity.exact_max_rows must be a whole number >= 1, "
-                f"got {self.exact_max_rows!r}"
-            )
-
-
 @dataclass
 class MethodsConfig:
-    """One section per audit method (``methods.<name>``); each has ``enabled``."""
+    """One section per audit method (``methods.<name>``); each has ``enabled``.
+
+    The sections are the methods of :data:`fairengine.registry.METHODS`: the built-in ones are
+    typed fields (checked against the registry when this module is imported), and a method
+    registered from outside (:func:`fairengine.registry.register`) is configured the same
+    way, ``methods.<its name>``, and kept in ``registered``. :meth:`section` gives any of them.
+    """
 
     group_parity: GroupParityConfig = field(default_factory=GroupParityConfig)
     group_metrics: GroupMetricsConfig = field(default_factory=GroupMetricsConfig)
@@ -165,6 +136,38 @@ class MethodsConfig:
     fliptest: FlipTestConfig = field(default_factory=FlipTestConfig)
     individual_fairness: IndividualConfig = field(default_factory=IndividualConfig)
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
+    registered: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    """Sections of the methods registered from outside this package (by name)."""
+
+    def section(self, name: str) -> Any:
+        """The config of method ``name`` (a registered method without a section in the audit
+        config gets its defaults); KeyError for a name no method has."""
+        if name in BUILT_IN:
+            return getattr(self, name)
+        if name not in self.registered:
+            self.registered[name] = method_spec(name).config()
+        return self.registered[name]
+
+
+def _check_methods_config() -> None:
+    """The typed sections of :class:`MethodsConfig` are exactly the registry's built-in
+    methods, in order, each with its method's config class (a developer error otherwise)."""
+    typed = [f for f in dataclasses.fields(MethodsConfig) if f.init]
+    names = [f.name for f in typed]
+    if names != list(BUILT_IN):
+        raise RuntimeError(
+            f"MethodsConfig sections {names} differ from the registry's methods {list(BUILT_IN)}"
+        )
+    for f in typed:
+        made = f.default_factory()  # type: ignore[misc]
+        if type(made) is not method_spec(f.name).config:
+            raise RuntimeError(
+                f"MethodsConfig.{f.name} is {type(made).__name__}, the registry says "
+                f"{method_spec(f.name).config.__name__}"
+            )
+
+
+_check_methods_config()
 
 
 @dataclass
@@ -306,14 +309,6 @@ class AuditConfig:
             pt.joint = self.multiplicity == "maxt" and (
                 self.decisions.gap_null == "zero" or pt.alternative != "two-sided"
             )
-        gp = self.methods.group_parity
-        if gp.tolerance < 0:
-            raise ConfigError(f"methods.group_parity.tolerance must be >= 0, got {gp.tolerance}")
-        if not 0 < gp.confidence_level < 1:
-            raise ConfigError(
-                "methods.group_parity.confidence_level must lie in (0, 1), "
-                f"got {gp.confidence_level}"
-            )
         if self.cache.expiration_days <= 0:
             raise ConfigError(
                 f"cache.expiration_days must be > 0, got {self.cache.expiration_days}"
@@ -359,7 +354,11 @@ class AuditConfig:
         return cls.from_dict(read_config_file(p), base_dir=p.parent.resolve())
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every setting as plain data; a registered method's section sits beside the built-in
+        ones under ``methods``."""
+        out = dataclasses.asdict(self)
+        out["methods"].update(out["methods"].pop("registered"))
+        return out
 
     def roles(self) -> ColumnRoles:
         """The column roles; raises when label or protected attributes are not set."""
@@ -409,12 +408,20 @@ def _build(cls: type, raw: dict[str, Any], prefix: str, problems: list[str]) -> 
     rest of the config is still checked. The caller raises once, listing them all.
     """
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs: dict[str, Any] = {}
+    registered: dict[str, Any] = {}
     for key, value in raw.items():
         where = f"{prefix}{key}"
+        if cls is MethodsConfig and key not in fields and key in {m.name for m in METHODS}:
+            if not isinstance(value, dict):
+                problems.append(f"config key {where!r} must be a mapping, got {value!r}")
+                continue
+            registered[key] = _build(method_spec(key).config, value, f"{where}.", problems)
+            continue
         if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            known = list(fields) + ([m.name for m in METHODS] if cls is MethodsConfig else [])
+            close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
             problems.append(
                 f"unknown config key {where!r}{hint} (known keys here: {sorted(fields)})"
@@ -425,7 +432,10 @@ def _build(cls: type, raw: dict[str, Any], prefix: str, problems: list[str]) -> 
         except ConfigError as exc:
             problems.append(str(exc))
     try:
-        return cls(**kwargs)
+        built = cls(**kwargs)
+        if registered:
+            built.registered.update(registered)
+        return built
     except (ConfigError, TypeError, ValueError) as exc:
         problems.append(
             str(exc)

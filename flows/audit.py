@@ -31,6 +31,7 @@ from fairengine.results import AuditResult, MethodResult
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
+from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
@@ -208,11 +209,13 @@ def audit_flow(
                 f"The report and JSON are kept at {paths['report']} and {paths['json']}; "
                 f"log them later with: fairengine log --result {paths['json']}"
             ) from exc
-        mitigated = _register_mitigation(
+        logged = LoggedAudit(
             cfg, result, model_info, roles, frame, tracking_uri, mlflow_info["run_id"]
         )
-        if mitigated is not None:
-            mlflow_info = {**mlflow_info, "mitigated_model_uri": mitigated["uri"]}
+        for name, step in AFTER_LOGGING.items():  # declared per method (tasks/after_logging.py)
+            outputs = step(logged) if cfg.methods.section(name).enabled else None
+            if outputs:
+                mlflow_info = {**mlflow_info, **outputs}
     logger.info("Report: %s", paths["report"])
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
 
@@ -246,77 +249,6 @@ def decision_resampler(
     }
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
-
-
-def _register_mitigation(
-    cfg: AuditConfig,
-    result: AuditResult,
-    model_info: dict[str, Any],
-    roles: Any,
-    frame: Any,
-    tracking_uri: str,
-    audit_run_id: str,
-) -> dict[str, str] | None:
-    """Register the mitigated model (``methods.mitigation.register``) after the audit is logged.
-
-    Registered only when ``methods.mitigation.register_if`` allows it (the held-out ε against the
-    target, ``details["registration"]``). The outcome, with its reason, is logged and kept in
-    ``result.metadata["mitigation_registration"]`` (``registered``, ``reason``, ``uri``) for the
-    CLI. A failure here is reported (log and warning) but does not undo the logged audit.
-    """
-    from fairengine.mitigation import RegistrationDecision
-
-    mcfg = cfg.methods.mitigation
-    if not (mcfg.enabled and mcfg.register):
-        return None
-    logger = get_run_logger()
-
-    def not_registered(reason: str) -> None:
-        logger.warning("Mitigated model not registered because %s", reason)
-        outcome = {"registered": False, "reason": reason, "uri": None}
-        result.metadata["mitigation_registration"] = outcome
-
-    method = next((m for m in result.methods if m.method == "mitigation"), None)
-    if method is None or method.status != "ok":
-        why = "it did not run" if method is None else f"{method.status}: {method.reason}"
-        return not_registered(f"the mitigation step did not succeed ({why})")
-    decision = RegistrationDecision.from_dict(method.details["registration"])
-    if not decision.allowed:
-        return not_registered(decision.reason)
-    if not model_info.get("name"):
-        return not_registered(
-            "methods.mitigation.register needs model.uri to be a registry model "
-            "(models:/name/version or models:/name@alias)"
-        )
-    from tasks.mitigated_model import register_mitigated_model
-
-    features = list(roles.features or ())
-    inputs = list(dict.fromkeys([*features, *method.details["postprocessor"]["attributes"]]))
-    try:
-        info = register_mitigated_model(
-            method,
-            model_info,
-            features,
-            tracking_uri=tracking_uri,
-            audit_run_id=audit_run_id,
-            audit_id=result.audit_id,
-            decision=decision,
-            example=frame[inputs].head(5),
-        )
-    except Exception as exc:
-        raise ResultLoggingError(
-            f"the audit was logged, but registering the mitigated model failed: "
-            f"{type(exc).__name__}: {first_line(exc)}"
-        ) from exc
-    logger.info(
-        "Registered the mitigated model as %s: %s (target met: %s)",
-        info["uri"],
-        decision.reason,
-        decision.target_met,
-    )
-    outcome = {"registered": True, "reason": decision.reason, "uri": info["uri"]}
-    result.metadata["mitigation_registration"] = outcome
-    return info
 
 
 def run_audit(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:

@@ -1,21 +1,20 @@
-"""The audit's method steps: which methods exist, how each is called, and running them together.
+"""The audit's method steps: every registered method, run together.
 
-Each method is one Prefect task (``tasks/<method>.py``) over the validated
-:class:`~fairengine.dataset.AuditDataset`, configured by ``methods.<name>`` of the audit config.
-Enabled methods are submitted together to the flow's task runner (the thread pool by default:
-numpy and torch release the GIL), so independent methods run concurrently. A method that raises
-is recorded as ``failed`` with its reason and the other methods complete; a disabled method is
-listed as ``not_run``; a method that needs the model (FlipTest, the individual-fairness test)
-is ``not_run`` with the reason when the audit scores come from a data column.
+The methods are those of :data:`fairengine.registry.METHODS` (in report order), each run by
+the one generic Prefect task :func:`tasks.method_task.method_task` over the validated
+:class:`~fairengine.dataset.AuditDataset`, configured by ``methods.<name>`` of the audit
+config. Enabled methods are submitted together to the flow's task runner (the thread pool by
+default: numpy and torch release the GIL), so independent methods run concurrently. A method
+that raises is recorded as ``failed`` with its reason and the other methods complete; a
+disabled method is listed as ``not_run``; a method that needs the model (FlipTest, the
+individual-fairness test) is ``not_run`` with the reason when the audit scores come from a data
+column.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,90 +25,28 @@ from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
+from fairengine.registry import METHODS, MethodSpec
 from fairengine.results import MethodResult
 from tasks.caching import method_cache_policy
+from tasks.method_task import method_task, store_folder
 from tasks.settings import default_cache_dir
-
-
-@dataclass(frozen=True)
-class MethodStep:
-    """One audit method: its config key / result name, title, and task (``module:attribute``).
-
-    ``model_arg`` names the keyword through which the task receives the model: ``"predict_proba"``
-    (a function of a feature frame returning P(y=1)) or ``"model"`` (the underlying estimator or
-    torch module, unwrapped from MLflow's pyfunc). ``None``: the method needs only the dataset.
-    """
-
-    name: str
-    title: str
-    task_ref: str
-    model_arg: str | None = None
-
-    def load_task(self) -> Any:
-        module, attribute = self.task_ref.split(":")
-        return getattr(importlib.import_module(module), attribute)
-
-
-METHOD_STEPS: tuple[MethodStep, ...] = (
-    MethodStep(
-        "group_parity",
-        "Demographic parity and equalized odds",
-        "tasks.group_metrics:group_parity_task",
-    ),
-    MethodStep(
-        "group_metrics", "Group metrics (LiFT suite)", "tasks.group_metrics:group_metrics_task"
-    ),
-    MethodStep(
-        "permutation_tests",
-        "Permutation tests",
-        "tasks.permutation:permutation_tests_task",
-    ),
-    MethodStep(
-        "intersectional",
-        "Intersectional differential fairness",
-        "tasks.intersectional:intersectional_task",
-    ),
-    MethodStep(
-        "fliptest",
-        "FlipTest (optimal-transport flipsets)",
-        "tasks.fliptest:fliptest_task",
-        model_arg="predict_proba",
-    ),
-    MethodStep(
-        "individual_fairness",
-        "Individual fairness (Maity et al. gradient-flow test)",
-        "tasks.individual:individual_fairness_task",
-        model_arg="model",
-    ),
-    MethodStep(
-        "mitigation",
-        "Mitigation (RTDP post-processing to an ε target)",
-        "tasks.mitigation:mitigation_task",
-    ),
-)
-"""Every method of an audit, in report order."""
 
 
 def method_config(cfg: AuditConfig, name: str) -> Any:
     """The ``methods.<name>`` section of the config."""
-    return getattr(cfg.methods, name)
+    return cfg.methods.section(name)
 
 
-def _call_kwargs(task: Any, cfg: AuditConfig, model_arg: str | None, model: Any) -> dict[str, Any]:
-    """The keywords a method's task takes besides the dataset and its config: the seed, the
-    model, and (FlipTest) the folder of its fitted maps in the audit's cache, passed rather
-    than recovered from the task's run context."""
-    accepted = inspect.signature(task.fn).parameters
-    kwargs: dict[str, Any] = {}
-    if "seed" in accepted:
-        kwargs["seed"] = cfg.seed
-    if model_arg is not None:
-        kwargs[model_arg] = model
+def _call_kwargs(spec: MethodSpec, cfg: AuditConfig, model: Any) -> dict[str, Any]:
+    """The keywords of the method task besides the dataset and the config: the method's name,
+    the seed, the model in the form the method needs, and its store folder in the audit's
+    cache (passed, not recovered from the task's run context; absent when the cache is off)."""
+    kwargs: dict[str, Any] = {"name": spec.name, "seed": cfg.seed}
+    if spec.needs != "none":
+        kwargs["model"] = model
     root = cache_root(cfg)
-    if "map_cache_dir" in accepted and root is not None:
-        from tasks.fliptest import MAP_FOLDER  # loaded with the task already
-
-        kwargs["map_cache_dir"] = str(root / MAP_FOLDER)
+    if root is not None:
+        kwargs["store"] = str(root / store_folder(spec.name))
     return kwargs
 
 
@@ -155,53 +92,54 @@ def run_methods(
     (:func:`fairengine.library_threads.single_threaded`): on 2 cores, nested BLAS/torch pools
     made FlipTest's small products 3-16x slower.
     """
-    enabled = sum(bool(method_config(cfg, s.name).enabled) for s in METHOD_STEPS)
+    enabled = sum(bool(method_config(cfg, m.name).enabled) for m in METHODS)
     # one level of parallelism: methods that fill the cores together keep BLAS, OpenMP and
     # torch single-threaded (nested pools on the same cores wait on each other)
     with single_threaded() if concurrent_tasks_single_threaded(enabled) else nullcontext():
         cache_options = step_cache(cfg, dataset, model_info)
         submitted: dict[str, tuple[Any, float]] = {}
         results: dict[str, MethodResult] = {}
-        for step in METHOD_STEPS:
-            params = method_config(cfg, step.name)
+        for spec in METHODS:
+            params = method_config(cfg, spec.name)
             if not params.enabled:
-                results[step.name] = MethodResult(
-                    step.name,
-                    step.title,
+                results[spec.name] = MethodResult(
+                    spec.name,
+                    spec.title,
                     status="not_run",
-                    reason=f"disabled in the config (methods.{step.name}.enabled)",
+                    reason=f"disabled in the config (methods.{spec.name}.enabled)",
                 )
                 continue
             handle = None
-            if step.model_arg is not None:
-                handle = None if model is None else model.get(step.model_arg)
+            if spec.needs != "none":
+                handle = None if model is None else model.get(spec.needs)
                 if handle is None:
-                    results[step.name] = MethodResult(
-                        step.name,
-                        step.title,
+                    results[spec.name] = MethodResult(
+                        spec.name,
+                        spec.title,
                         status="not_run",
                         reason="needs the model itself (set model.uri); the audit scores came "
                         "from a data column",
                     )
                     continue
-            task = step.load_task()
-            if cache_options:
-                task = task.with_options(**cache_options)
-            kwargs = _call_kwargs(task, cfg, step.model_arg, handle)
-            progress.report(step.name, "started")
-            submitted[step.name] = (task.submit(dataset, params, **kwargs), time.perf_counter())
+            task = method_task.with_options(name=spec.name, **cache_options)
+            kwargs = _call_kwargs(spec, cfg, handle)
+            progress.report(spec.name, "started")
+            submitted[spec.name] = (
+                task.submit(dataset, params=params, **kwargs),
+                time.perf_counter(),
+            )
 
         names = {id(future): name for name, (future, _) in submitted.items()}
         for future in as_completed([future for future, _ in submitted.values()]):
             name = names[id(future)]
             started = submitted[name][1]
-            step = next(s for s in METHOD_STEPS if s.name == name)
+            spec = next(m for m in METHODS if m.name == name)
             try:
                 results[name] = future.result()
             except Exception as exc:  # an optional method: record the failure, finish the audit
-                logger.error("%s failed: %s: %s", step.title, type(exc).__name__, exc)
+                logger.error("%s failed: %s: %s", spec.title, type(exc).__name__, exc)
                 results[name] = MethodResult(
-                    name, step.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
+                    name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
                 )
             if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
                 timings[f"{name} (cached)"] = 0.0
@@ -211,4 +149,4 @@ def run_methods(
             timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
             outcome = "failed" if results[name].status == "failed" else "finished"
             progress.report(name, f"{outcome} in {timings[name]:.1f} s")
-        return [results[s.name] for s in METHOD_STEPS]
+        return [results[m.name] for m in METHODS]

@@ -6,7 +6,7 @@ data (:func:`fairengine.datasets.make_lipton_hiring`, the demo's data) with a se
 attribute, an age band derived from work experience with noise (levels ``<30``, ``30-50``,
 ``>50``: markup-like characters the report must escape), audited for a logistic regression.
 
-Every method of the audit (:data:`flows.method_steps.METHOD_STEPS`: group parity, the LiFT
+Every method of the audit (:data:`fairengine.registry.BUILT_IN`: group parity, the LiFT
 group-metric suite, permutation tests, intersectional differential fairness, FlipTest, the
 individual-fairness test, mitigation) runs and succeeds; a method added there without a runner
 here makes :func:`build_full_audit` raise, so "every method" stays true. Two more entries
@@ -44,9 +44,9 @@ from fairengine.individual import run_individual_fairness
 from fairengine.intersectional import run_intersectional
 from fairengine.parity import group_parity
 from fairengine.permutation import run_permutation_tests
+from fairengine.registry import BUILT_IN, method_spec
 from fairengine.results import AuditResult, MethodResult
 from fairengine.roles import ColumnRoles
-from flows.method_steps import METHOD_STEPS
 
 AGE_COLUMN = "age_band"
 AGE_LEVELS = ("<30", "30-50", ">50")
@@ -228,14 +228,15 @@ def build_full_audit(
         ),
         "mitigation": lambda: _mitigation(ds, m, seed),
     }
-    unknown = [s.name for s in METHOD_STEPS if s.name not in runners]
+    unknown = [name for name in BUILT_IN if name not in runners]
     if unknown:
         raise KeyError(f"report_full_audit does not know how to run {unknown}; add them")
     methods: list[MethodResult] = []
-    for step in METHOD_STEPS:
-        result = _timed(timings, step.name, _failed, step.name, step.title, runners[step.name])
+    for name in BUILT_IN:
+        title = method_spec(name).title
+        result = _timed(timings, name, _failed, name, title, runners[name])
         if result.seconds is not None:
-            timings[step.name] = round(result.seconds, 4)
+            timings[name] = round(result.seconds, 4)
         methods.append(result)
     methods.append(  # failed: the gradient test of a model without gradients
         _failed(

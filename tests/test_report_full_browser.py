@@ -4,7 +4,7 @@ The audit is built once per module from the demo's hiring data with every method
 pure function (:mod:`report_full_audit`, small resampling counts: a few seconds), plus a failed
 and a not-run method, real Great Expectations validation and run metadata. Its report is opened
 from disk and checked for: no console or page errors, no request beyond the file itself and
-nothing wider than the window; every audit method (:data:`flows.method_steps.METHOD_STEPS`) with
+nothing wider than the window; every audit method (:data:`fairengine.registry.BUILT_IN`) with
 its section, heading, status and at least one inline plot (methods with a report block); the
 failed and not-run methods with their reasons; the verdict banner and the verdict table before
 any method; headings in order; header cells in every table; verdicts and decisions carried by
@@ -24,8 +24,8 @@ import pytest
 from report_full_audit import build_full_audit
 from test_report_browser import ARTIFACTS, load_in_chromium
 
+from fairengine.registry import BUILT_IN
 from fairengine.results import AuditResult
-from flows.method_steps import METHOD_STEPS
 from tasks.report import DETAIL_VIEWS, write_report
 
 SCREENSHOT = ARTIFACTS / "report-full-browser.png"
@@ -90,8 +90,8 @@ def page_data(report: Path) -> dict:
 def test_the_audit_ran_every_method(full_audit: AuditResult) -> None:
     """The fixture is what the report claims to show: every method of the audit succeeded."""
     status = {m.method: m.status for m in full_audit.methods if m.status == "ok"}
-    for step in METHOD_STEPS:
-        assert status.get(step.name) == "ok", f"{step.name} did not run in the fixture"
+    for name in BUILT_IN:
+        assert status.get(name) == "ok", f"{name} did not run in the fixture"
     assert {m.status for m in full_audit.methods} == {"ok", "failed", "not_run"}
     assert full_audit.validation is not None and full_audit.validation.expectations
 
@@ -110,15 +110,15 @@ def test_every_method_has_its_section_heading_and_a_plot(
     full_audit: AuditResult, page_data: dict
 ) -> None:
     sections = {s["code"]: s for s in page_data["methods"] if s["status"] == "OK"}
-    for step in METHOD_STEPS:
-        section = sections.get(step.name)
-        assert section is not None, f"no section for {step.name}"
-        assert section["heading"] == full_audit.method(step.name).title
+    for name in BUILT_IN:
+        section = sections.get(name)
+        assert section is not None, f"no section for {name}"
+        assert section["heading"] == full_audit.method(name).title
         assert section["svgs"] == section["figures"]  # every plot sits in a captioned figure
-        if step.name in DETAIL_VIEWS:
-            assert section["svgs"] >= 1, f"{step.name} has no inline plot"
+        if name in DETAIL_VIEWS:
+            assert section["svgs"] >= 1, f"{name} has no inline plot"
         else:  # a method whose report block is still to be written: its raw details at least
-            assert section["raw"], f"{step.name} shows neither a report block nor its details"
+            assert section["raw"], f"{name} shows neither a report block nor its details"
     assert page_data["svgs"] == sum(s["svgs"] for s in page_data["methods"])
 
 

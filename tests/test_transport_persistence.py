@@ -174,7 +174,7 @@ def lipton() -> AuditDataset:
 def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
     lipton, tmp_path, monkeypatch, mode
 ):
-    from tasks.fliptest import fliptest_task
+    from tasks.method_task import method_task
 
     fits: list[str] = []
     real_fit = TransportMap.fit
@@ -200,12 +200,13 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
         enabled=True, epsilon=0.03, mode=mode, n_permutations=2, n_selfmap=2, validate=False
     )
     folder = tmp_path / "maps"
-    first = fliptest_task.fn(
+    first = method_task.fn(
         lipton,
+        "fliptest",
         FlipTestConfig(n_bootstrap=2, **base),
         seed=3,
-        predict_proba=_hire_proba,
-        map_cache_dir=str(folder),
+        model=_hire_proba,
+        store=str(folder),
     )
     arts = first.details["artifacts"]
     n_maps = 2 * (2 if mode == "equalized_odds" else 1)  # directions x strata
@@ -219,12 +220,13 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
 
     fits.clear()
     refits.clear()
-    second = fliptest_task.fn(
+    second = method_task.fn(
         lipton,
+        "fliptest",
         FlipTestConfig(n_bootstrap=3, **base),
         seed=3,
-        predict_proba=_hire_proba,
-        map_cache_dir=str(folder),
+        model=_hire_proba,
+        store=str(folder),
     )
     maps2 = [m for d in second.details["pairs"][0]["directions"] for m in d["maps"]]
     assert [m["loaded_from_cache"] for m in maps2] == [True] * n_maps
@@ -237,12 +239,13 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
 
 
 def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
-    from tasks.fliptest import fliptest_task
+    from tasks.method_task import method_task
 
     cfg = FlipTestConfig(
         enabled=True, epsilon=0.03, n_permutations=0, n_selfmap=0, n_bootstrap=0, validate=False
     )
-    r = fliptest_task.fn(lipton, cfg, seed=0, predict_proba=_hire_proba)
+    r = method_task.fn(lipton, "fliptest", cfg, seed=0, model=_hire_proba)
+    assert r.details["map_cache"]["reused_across_runs"] is False
     arts = r.details["artifacts"]
     assert [a["name"] for a in arts] == [
         "map_gender_man_to_woman.npz",
@@ -250,7 +253,7 @@ def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
     ]
     for a in arts:
         assert TransportMap.load(a["path"]).get_params()["epsilon"] == 0.03
-    not_run = fliptest_task.fn(lipton, cfg, seed=0, predict_proba=None)
+    not_run = method_task.fn(lipton, "fliptest", cfg, seed=0, model=None)
     assert not_run.status == "not_run" and "artifacts" not in not_run.details
 
 
@@ -262,15 +265,17 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
     from prefect import flow
 
     from fairengine.config import AuditConfig
+    from fairengine.registry import method_spec
     from flows.method_steps import _call_kwargs, step_cache
-    from tasks.fliptest import MAP_FOLDER, fliptest_task
+    from tasks.method_task import method_task
 
     cfg = AuditConfig.from_dict({"cache": {"dir": str(tmp_path / "cache")}})
     options = step_cache(cfg, lipton, {"uri": "models:/test/1"})
-    kwargs = _call_kwargs(fliptest_task, cfg, "predict_proba", _hire_proba)
-    assert kwargs["map_cache_dir"] == str(tmp_path / "cache" / MAP_FOLDER)
+    spec = method_spec("fliptest")
+    kwargs = _call_kwargs(spec, cfg, _hire_proba)
+    assert kwargs["store"] == str(tmp_path / "cache" / "fliptest-maps")
     off = AuditConfig.from_dict({"cache": {"enabled": False}})
-    assert "map_cache_dir" not in _call_kwargs(fliptest_task, off, "predict_proba", _hire_proba)
+    assert "store" not in _call_kwargs(spec, off, _hire_proba)
 
     @flow
     def audit(n_bootstrap: int):
@@ -282,13 +287,13 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
             n_bootstrap=n_bootstrap,
             validate=False,
         )
-        task = fliptest_task.with_options(**options)
-        return task(lipton, params, **kwargs)
+        task = method_task.with_options(name="fliptest", **options)
+        return task(lipton, params=params, **kwargs)
 
     first = audit(1)
     paths = [a["path"] for a in first.details["artifacts"]]
     assert len(paths) == 2
-    assert all(str(tmp_path / "cache" / MAP_FOLDER) in p for p in paths)
+    assert all(str(tmp_path / "cache" / "fliptest-maps") in p for p in paths)
     second = audit(2)
     loaded = [
         m["loaded_from_cache"] for d in second.details["pairs"][0]["directions"] for m in d["maps"]

@@ -270,6 +270,18 @@ def _map_entries(
     return out
 
 
+def map_artifacts(result: MethodResult) -> list[dict[str, str]]:
+    """``[{"path": local map file, "name": artifact file name}]`` of a FlipTest result whose
+    maps were saved in a map cache (for the MLflow edge to log under ``artifacts/fliptest/``)."""
+    out = []
+    for pair in result.details.get("pairs", []):
+        for direction in pair["directions"]:
+            for entry in direction.get("maps", []):
+                if entry.get("path"):
+                    out.append({"path": entry["path"], "name": entry["artifact"]})
+    return out
+
+
 def _words(kind: str) -> str:
     return "advantaged (F+)" if kind == "positive" else "disadvantaged (F-)"
 

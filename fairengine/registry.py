@@ -1,0 +1,324 @@
+"""Every audit method, listed once: the method contract (issue "One method contract").
+
+A method is a :class:`MethodSpec`:
+
+* ``name``: its ``methods.<name>`` config section, its result's ``method``, its report
+  section and the prefix owner of its findings;
+* ``title``: the heading the audit shows;
+* ``config``: its configuration dataclass, built from ``methods.<name>`` with the audit's
+  checks (unknown keys get a did-you-mean error); every config has ``enabled: bool``, which
+  decides whether the audit runs the method (a disabled method is listed as ``not_run``);
+* ``needs``: what it needs from the model: ``"none"`` (the dataset's scores are enough),
+  ``"predict_proba"`` (a function of a feature frame returning P(y = 1), e.g. FlipTest), or
+  ``"model"`` (the underlying estimator or torch module, e.g. the gradient-flow attack). A
+  method that needs the model is ``not_run`` with the reason when the scores come from a data
+  column;
+* ``run(dataset, config, context) -> MethodResult``: the computation, pure except for
+  ``context.store`` (a folder the method may keep reusable artifacts in across runs, e.g.
+  FlipTest's fitted maps; ``None`` when the audit's cache is off);
+* ``summary(result, config) -> str``: one log line after a successful run.
+
+The audit flow runs every registered method through one generic Prefect task
+(:mod:`tasks.method_task`), caches it with the same key ingredients (data, model, settings,
+seed, code), and reads nothing method-specific. A new method is one module (its config class
+and run function) plus one entry in :data:`METHODS` (or :func:`register` for a method that
+lives outside this package); ``methods.<name>`` of the audit config then configures it.
+
+The run functions import their method's modules when called, so that reading a config (the
+CLI's fail-fast path) does not load torch, POT or scikit-learn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from fairengine.dataset import AuditDataset
+from fairengine.fliptest.config import FlipTestConfig
+from fairengine.group_metrics import GroupMetricsConfig
+from fairengine.group_parity_config import GroupParityConfig
+from fairengine.individual.config import IndividualConfig
+from fairengine.intersectional.config import IntersectionalConfig
+from fairengine.mitigation.config import MitigationConfig
+from fairengine.permutation.config import PermutationConfig
+from fairengine.results import MethodResult
+
+ModelNeed = Literal["none", "predict_proba", "model"]
+MODEL_NEEDS: tuple[ModelNeed, ...] = ("none", "predict_proba", "model")
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the audit gives a method besides the dataset and its config."""
+
+    seed: int = 0
+    model: Any = None
+    """The model in the form the method's ``needs`` names (None for ``needs="none"``)."""
+    store: Path | None = None
+    """A folder for artifacts the method may reuse across runs (None: keep nothing)."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One audit method (module docstring)."""
+
+    name: str
+    title: str
+    config: type
+    run: Callable[[AuditDataset, Any, RunContext], MethodResult]
+    needs: ModelNeed = "none"
+    summary: Callable[[MethodResult, Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or self.name.startswith("_"):
+            raise ValueError(f"method name {self.name!r} must be a Python identifier")
+        if not is_dataclass(self.config) or "enabled" not in {f.name for f in fields(self.config)}:
+            raise ValueError(
+                f"method {self.name!r}: its config {self.config!r} must be a dataclass with an "
+                "'enabled' field"
+            )
+        if self.needs not in MODEL_NEEDS:
+            raise ValueError(
+                f"method {self.name!r}: needs must be one of {list(MODEL_NEEDS)}, "
+                f"got {self.needs!r}"
+            )
+
+
+# --- the built-in methods' run functions and log lines ----------------------------------------
+
+
+def _run_group_parity(
+    dataset: AuditDataset, config: GroupParityConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.parity import group_parity
+
+    return group_parity(
+        dataset,
+        tolerance=config.tolerance,
+        confidence_level=config.confidence_level,
+        exact=config.exact,
+        exact_max_rows=config.exact_max_rows,
+    )
+
+
+def _group_parity_summary(result: MethodResult, config: GroupParityConfig) -> str:
+    return (
+        f"Group parity: {len(result.findings)} gaps over "
+        f"{len(result.parameters['attributes'])} attribute(s) in {result.seconds or 0.0:.2f} s"
+    )
+
+
+def _run_group_metrics(
+    dataset: AuditDataset, config: GroupMetricsConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.group_metrics import run_group_metrics
+
+    return run_group_metrics(dataset, config, seed=context.seed)
+
+
+def _group_metrics_summary(result: MethodResult, config: GroupMetricsConfig) -> str:
+    return (
+        f"Group metrics (LiFT suite{', lift_compat' if config.lift_compat else ''}): "
+        f"{len(result.findings)} findings over {len(result.parameters['attributes'])} "
+        f"attribute(s){' + intersection' if result.parameters['intersection'] else ''} in "
+        f"{result.seconds or 0.0:.2f} s"
+    )
+
+
+def _run_permutation_tests(
+    dataset: AuditDataset, config: PermutationConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.permutation import run_permutation_tests
+
+    return run_permutation_tests(dataset, config, seed=context.seed)
+
+
+def _permutation_summary(result: MethodResult, config: PermutationConfig) -> str:
+    family = result.details.get("family", {})
+    return (
+        f"Permutation tests: {len(result.findings)} tests "
+        f"({len(result.details.get('skipped', []))} skipped), {family.get('n_rejected', 0)} "
+        f"rejected at alpha={config.alpha:g} within the method ({config.family_multiplicity}), "
+        f"{config.n_permutations} permutations each, in {result.seconds or 0.0:.2f} s"
+    )
+
+
+def _run_intersectional(
+    dataset: AuditDataset, config: IntersectionalConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.intersectional import run_intersectional
+
+    return run_intersectional(dataset, config, seed=context.seed)
+
+
+def _intersectional_summary(result: MethodResult, config: IntersectionalConfig) -> str:
+    details = result.details
+    return (
+        f"Intersectional: {len(result.findings)} findings over {details['n_intersections']} "
+        f"intersections of {' x '.join(details['attributes'])} ({len(result.warnings)} "
+        f"warning(s)) in {result.seconds or 0.0:.2f} s"
+    )
+
+
+def _run_fliptest(
+    dataset: AuditDataset, config: FlipTestConfig, context: RunContext
+) -> MethodResult:
+    """FlipTest with its fitted maps kept in ``context.store`` (reused by a later run whose
+    step is not cached as a whole), else in a fresh temporary folder (saved for the run's
+    artifacts, never reused); ``details["artifacts"]`` lists them."""
+    import tempfile
+
+    from fairengine.fliptest import run_fliptest
+    from fairengine.fliptest.method import map_artifacts
+    from fairengine.transport import MapCache
+
+    cache = None
+    if context.model is not None and config.enabled:
+        folder = context.store or Path(tempfile.mkdtemp(prefix="fairengine-fliptest-maps-"))
+        cache = MapCache(folder)
+    result = run_fliptest(
+        dataset, config, seed=context.seed, predict_proba=context.model, map_cache=cache
+    )
+    if result.status == "ok":
+        result.details["artifacts"] = map_artifacts(result)
+        result.details["map_cache"] = {
+            "folder": None if cache is None else str(cache.directory),
+            "reused_across_runs": context.store is not None,
+            "loaded": 0 if cache is None else cache.hits,
+            "fitted": 0 if cache is None else cache.misses,
+        }
+    return result
+
+
+def _fliptest_summary(result: MethodResult, config: FlipTestConfig) -> str:
+    cache = result.details.get("map_cache", {})
+    return (
+        f"FlipTest ({config.estimator} map, {config.mode}): {len(result.findings)} flipset "
+        f"findings over {len(result.details.get('pairs', []))} group pair(s) in "
+        f"{result.seconds or 0.0:.2f} s; {cache.get('loaded', 0)} map(s) loaded from "
+        f"{cache.get('folder')}, {cache.get('fitted', 0)} fitted and saved"
+        + ("" if cache.get("reused_across_runs") else " (not reused: step caching is off)")
+    )
+
+
+def _run_individual_fairness(
+    dataset: AuditDataset, config: IndividualConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.individual import run_individual_fairness
+
+    return run_individual_fairness(dataset, config, seed=context.seed, model=context.model)
+
+
+def _individual_summary(result: MethodResult, config: IndividualConfig) -> str:
+    lr = result.details["loss_ratio"]
+    return (
+        f"Individual fairness: mean loss ratio {lr['statistic']:.3f}, lower bound "
+        f"{lr['lower_bound']:.3f} vs delta {result.details['delta']:.2f} on "
+        f"{result.details['n_audited']} rows in {result.seconds or 0.0:.2f} s"
+    )
+
+
+def _run_mitigation(
+    dataset: AuditDataset, config: MitigationConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.mitigation import run_mitigation
+
+    return run_mitigation(dataset, config, seed=context.seed)
+
+
+def _mitigation_summary(result: MethodResult, config: MitigationConfig) -> str:
+    after = result.details["after"]["epsilon"]
+    registration = result.details.get("registration", {})
+    return (
+        f"Mitigation ({config.deploy}, target ε={config.epsilon:g}): held-out "
+        + ", ".join(
+            f"ε_{m} {e['estimate']:.3f} (upper {e['upper_bound']:.3f})" for m, e in after.items()
+        )
+        + f" in {result.seconds or 0.0:.1f} s; target met: {registration.get('target_met')} "
+        f"({registration.get('reason')})"
+    )
+
+
+METHODS: list[MethodSpec] = [
+    MethodSpec(
+        "group_parity",
+        "Demographic parity and equalized odds",
+        GroupParityConfig,
+        _run_group_parity,
+        summary=_group_parity_summary,
+    ),
+    MethodSpec(
+        "group_metrics",
+        "Group metrics (LiFT suite)",
+        GroupMetricsConfig,
+        _run_group_metrics,
+        summary=_group_metrics_summary,
+    ),
+    MethodSpec(
+        "permutation_tests",
+        "Permutation tests",
+        PermutationConfig,
+        _run_permutation_tests,
+        summary=_permutation_summary,
+    ),
+    MethodSpec(
+        "intersectional",
+        "Intersectional differential fairness",
+        IntersectionalConfig,
+        _run_intersectional,
+        summary=_intersectional_summary,
+    ),
+    MethodSpec(
+        "fliptest",
+        "FlipTest (optimal-transport flipsets)",
+        FlipTestConfig,
+        _run_fliptest,
+        needs="predict_proba",
+        summary=_fliptest_summary,
+    ),
+    MethodSpec(
+        "individual_fairness",
+        "Individual fairness (Maity et al. gradient-flow test)",
+        IndividualConfig,
+        _run_individual_fairness,
+        needs="model",
+        summary=_individual_summary,
+    ),
+    MethodSpec(
+        "mitigation",
+        "Mitigation (RTDP post-processing to an ε target)",
+        MitigationConfig,
+        _run_mitigation,
+        summary=_mitigation_summary,
+    ),
+]
+"""Every method of an audit, in report order."""
+
+BUILT_IN = tuple(m.name for m in METHODS)
+"""The methods of this package (typed sections of :class:`fairengine.config.MethodsConfig`)."""
+
+
+def method_spec(name: str) -> MethodSpec:
+    """The registered method called ``name`` (KeyError listing the known names)."""
+    for spec in METHODS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no audit method {name!r}; registered: {[m.name for m in METHODS]}")
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Add a method defined outside this package (after the built-in ones, in call order);
+    ``methods.<spec.name>`` then configures it. A name already registered is an error."""
+    if any(m.name == spec.name for m in METHODS):
+        raise ValueError(f"an audit method called {spec.name!r} is already registered")
+    METHODS.append(spec)
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a method added by :func:`register` (built-in methods stay)."""
+    if name in BUILT_IN:
+        raise ValueError(f"{name!r} is a built-in method")
+    METHODS[:] = [m for m in METHODS if m.name != name]

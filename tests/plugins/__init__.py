@@ -1,0 +1,1 @@
+"""Audit methods defined outside the fairengine package, for the method-contract tests."""
