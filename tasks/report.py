@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -817,6 +818,19 @@ def fliptest_view(method: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+STRICT_VIEWS_ENV = "FAIRENGINE_STRICT_REPORT"
+"""Set to 1 (the test suite does) to make a view that raises fail the report."""
+
+
+class ReportViewError(RuntimeError):
+    """A method's report view raised (only with :data:`STRICT_VIEWS_ENV` set)."""
+
+
+def strict_views() -> bool:
+    """Whether a view that raises fails the report (tests) instead of showing an error block."""
+    return os.environ.get(STRICT_VIEWS_ENV, "") not in ("", "0", "false")
+
+
 DETAIL_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "fliptest": fliptest_view,
     "individual_fairness": individual_fairness_view,
@@ -837,13 +851,18 @@ def method_view(method: dict[str, Any], index: int) -> dict[str, Any]:
     view: dict[str, Any] | None = None
     warnings = [str(w) for w in method.get("warnings") or []]
     details = method.get("details") or {}
+    view_error: str | None = None
     if status == "ok" and name in DETAIL_VIEWS and details:
         try:
             view = DETAIL_VIEWS[name](method)
             block = name
-        except Exception as exc:  # a report must not fail on one odd details dict
-            log.warning("could not render the %s details block: %s", name, exc)
-            warnings.append(f"The report could not draw this method's details: {exc}")
+        except Exception as exc:
+            if strict_views():  # the tests: a view that raises is a bug to fix, not to hide
+                raise ReportViewError(f"the {name} view raised: {exc!r}") from exc
+            # production: the report is still written, with a visible error block and the
+            # method's raw details, and the error is logged
+            log.error("could not draw the %s details block: %r", name, exc)
+            view_error = f"{type(exc).__name__}: {exc}"
     raw_details = None
     if block is None and details:
         raw_details = json.dumps(details, indent=2, ensure_ascii=False, default=str)
@@ -858,6 +877,7 @@ def method_view(method: dict[str, Any], index: int) -> dict[str, Any]:
         "status_label": STATUS_LABELS.get(status, str(status)),
         "reason": method.get("reason") or "",
         "warnings": warnings,
+        "view_error": view_error,
         "seconds": fmt_seconds(method.get("seconds")),
         "parameters": [
             {"name": str(k), "value": fmt_value(v)}

@@ -25,6 +25,7 @@ os.environ.update(
         "GX_ANALYTICS_ENABLED": "false",
         "MPLBACKEND": "Agg",
         "FAIRENGINE_HOME": str(_TMP / "fairengine-runs"),
+        "FAIRENGINE_STRICT_REPORT": "1",  # a report view that raises fails the test
     }
 )
 for _k in ("PREFECT_API_URL", "PREFECT_API_KEY", "MLFLOW_REGISTRY_URI"):

@@ -913,3 +913,29 @@ def test_undetermined_and_supporting_findings_are_shown_as_such() -> None:
     assert "would settle it" in html
     row = html[html.index(flip.key) :].split("</tr>")[0]
     assert "Not rejected" not in row
+
+
+def test_a_view_that_raises_fails_under_test_and_shows_an_error_block_in_production(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The suite runs with FAIRENGINE_STRICT_REPORT=1: a method view that raises fails the
+    report. Without it (production) the report is still written, with a visible error block
+    naming the error, the method's raw details, and an error in the log."""
+    import tasks.report as report
+
+    def broken(method):
+        raise KeyError("renamed_key")
+
+    monkeypatch.setitem(report.DETAIL_VIEWS, "group_parity", broken)
+    method = {
+        "method": "group_parity",
+        "title": "Demographic parity",
+        "status": "ok",
+        "details": {"pairs": [1, 2]},
+        "findings": [],
+    }
+    with pytest.raises(report.ReportViewError, match="renamed_key"):
+        report.method_view(method, 0)
+    monkeypatch.setenv(report.STRICT_VIEWS_ENV, "0")
+    view = report.method_view(method, 0)
+    assert view["view_error"] == "KeyError: 'renamed_key'" and view["raw_details"]
