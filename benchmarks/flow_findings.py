@@ -1,0 +1,127 @@
+"""Every finding of three audits run through the real flow, for before/after comparisons of a
+refactoring (issue "One method contract": behaviour unchanged).
+
+Audits (``flows.audit.run_audit``, seed 0, cache off, MLflow used only for the models):
+
+* the demo (``fairengine demo``'s data, model and ``audit.yaml``; no model registration);
+* COMPAS (race x sex, ``decile_score / 10``, threshold 0.45; ``decision_stability.py``'s set-up);
+* Adult (``full_audit_adult.py``'s set-up: every method on at its defaults).
+
+Writes ``{audit: {"verdict": ..., "findings": {key: {estimate, pvalue, adjusted_pvalue,
+decision}}}}`` as JSON. Run it in two checkouts and compare the files with
+``benchmarks/compare_findings.py``-style code (``--compare BEFORE AFTER`` here).
+
+Usage::
+
+    .venv/bin/python benchmarks/flow_findings.py --out FILE [--skip-adult]
+    .venv/bin/python benchmarks/flow_findings.py --compare BEFORE.json AFTER.json --md OUT.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path.cwd()))  # the checkout being measured (run from its root)
+sys.path.insert(1, str(HERE))
+
+
+def _findings(result: Any) -> dict[str, Any]:
+    return {
+        "verdict": result.verdict.status,
+        "findings": {
+            f.key: {
+                "estimate": f.estimate,
+                "pvalue": f.pvalue,
+                "adjusted_pvalue": f.adjusted_pvalue,
+                "decision": f.decision,
+            }
+            for f in result.findings()
+        },
+    }
+
+
+def collect(skip_adult: bool) -> dict[str, Any]:
+    from decision_stability import _isolate, compas_config, demo_config
+    from full_audit_adult import audit_config, prepare_adult
+
+    from flows.audit import run_audit
+
+    out: dict[str, Any] = {}
+    home = Path(tempfile.mkdtemp(prefix="flow-findings-"))
+    _isolate(home)
+    out["demo"] = _findings(run_audit({**demo_config(home), "seed": 0}).result)
+    print("demo done", flush=True)
+    out["compas"] = _findings(run_audit({**compas_config(home, "tolerance"), "seed": 0}).result)
+    print("compas done", flush=True)
+    if not skip_adult:
+        prepared = prepare_adult(home)
+        cfg = audit_config(prepared, home)
+        cfg["mlflow"] = {"enabled": False}
+        cfg["cache"] = {"enabled": False}
+        out["adult"] = _findings(run_audit(cfg).result)
+        print("adult done", flush=True)
+    return out
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    lines = []
+    for audit in sorted(set(before) | set(after)):
+        b, a = before.get(audit), after.get(audit)
+        if b is None or a is None:
+            lines.append(f"| {audit} | only in {'after' if b is None else 'before'} | | | |")
+            continue
+        keys = set(b["findings"]) | set(a["findings"])
+        only = len(keys ^ (set(b["findings"]) & set(a["findings"])))
+        differ = {
+            field: sum(
+                1
+                for k in keys
+                if k in b["findings"]
+                and k in a["findings"]
+                and b["findings"][k][field] != a["findings"][k][field]
+            )
+            for field in ("estimate", "pvalue", "adjusted_pvalue", "decision")
+        }
+        lines.append(
+            f"| {audit} | {len(keys)} | {only} | {differ['estimate']} | {differ['pvalue']} | "
+            f"{differ['adjusted_pvalue']} | {differ['decision']} | "
+            f"{b['verdict']} → {a['verdict']} |"
+        )
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--skip-adult", action="store_true")
+    ap.add_argument("--compare", nargs=2, type=Path)
+    ap.add_argument("--md", type=Path)
+    args = ap.parse_args()
+    if args.compare:
+        before, after = (json.loads(p.read_text()) for p in args.compare)
+        rows = compare(before, after)
+        text = "\n".join(
+            [
+                "| audit | findings | in one run only | estimates that differ | p-values that "
+                "differ | adjusted p-values that differ | decisions that differ | verdict |",
+                "|---|---|---|---|---|---|---|---|",
+                *rows,
+            ]
+        )
+        print(text)
+        if args.md:
+            args.md.write_text(text + "\n")
+        return
+    result = collect(args.skip_adult)
+    assert args.out is not None, "--out FILE"
+    args.out.write_text(json.dumps(result, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
