@@ -446,18 +446,18 @@ def _server(args: argparse.Namespace) -> int:
             )
         return 0
     if args.action == "stop":
-        record = stop_server()
-        if record is None:
+        stopped = stop_server()
+        if stopped is None:
             print("No fairengine server is recorded; nothing to stop")
         else:
-            print(f"Stopped the Prefect server at {record.api_url} (pid {record.pid})")
+            print(f"Stopped the Prefect server at {stopped.api_url} (pid {stopped.pid})")
         return 0
-    record, healthy = server_status()
-    if record is None:
+    recorded, healthy = server_status()
+    if recorded is None:
         print("No fairengine server is running; audits use Prefect's default (embedded) server")
         return 1
     state = "running" if healthy else "recorded but not answering"
-    print(f"Prefect server {state} at {record.api_url} (pid {record.pid}; log: {record.log})")
+    print(f"Prefect server {state} at {recorded.api_url} (pid {recorded.pid}; log: {recorded.log})")
     return 0 if healthy else 1
 
 
@@ -500,6 +500,9 @@ def _print_outcome(run) -> None:
         print(f"  - {reason}")
     if len(r.verdict.reasons) > 10:
         print(f"  ... and {len(r.verdict.reasons) - 10} more (see the report)")
+    for m in r.methods:  # a requested method that failed is news whatever the verdict
+        if m.status == "failed":
+            print(f"Failed:      {m.title}: {m.reason}")
     for warning in r.warnings:
         print(f"Warning:     {warning}")
     print(f"Report:      {run.paths['report']}")

@@ -113,3 +113,28 @@ def test_sample_size_command_prints_the_plan_and_rejects_bad_input() -> None:
     assert f"{plan.n_total:,} rows" in ok.stdout
     bad = cli("sample-size", *args, "--base-rate-a", "1.5", "--base-rate-b", "0.4")
     assert bad.returncode == 2 and "base_rate_a" in bad.stderr
+
+
+def test_the_outcome_lists_a_requested_method_that_failed(capsys) -> None:
+    """A failed method is printed under the verdict even when the verdict is FAIL for other
+    tests (a raw-feature pipeline makes FlipTest fail on non-numeric features)."""
+    from types import SimpleNamespace
+
+    from fairengine.results import MethodResult, Verdict
+    from flows.cli import _print_outcome
+
+    result = SimpleNamespace(
+        verdict=Verdict("fail", "1 of 3 tests reject", ["gap: rejected"]),
+        methods=[
+            MethodResult("group_parity", "Group parity"),
+            MethodResult(
+                "fliptest", "FlipTest", status="failed", reason="features are not numeric"
+            ),
+        ],
+        warnings=[],
+        metadata={},
+    )
+    _print_outcome(SimpleNamespace(result=result, paths={"report": "r", "json": "j"}, mlflow=None))
+    out = capsys.readouterr().out
+    assert "Failed:      FlipTest: features are not numeric" in out
+    assert "Group parity" not in out

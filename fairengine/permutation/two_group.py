@@ -27,14 +27,30 @@ undefined (e.g. a pseudo-group without positives for the FNR) count as extreme, 
 test conservative; their number is reported. The Monte-Carlo standard error of p is
 √(p(1−p)/T) and the Wilson interval for the exact permutation p-value is computed from b of T
 (DiCiccio et al. §5.1).
+
+One path per statistic kind, each a small strategy (:class:`_StatisticKind`) that returns the
+observed Δ̂ with se(Δ̂) and, batch by batch, the permuted Δ_b with se_b:
+
+* ``cells`` (:class:`_CellCounts`): unweighted hard predictions of a rate, permutations as
+  multivariate hypergeometric draws of group A's (y, ŷ) cell counts (:mod:`.cell_draws`);
+* ``rows`` (:class:`_RowSums`): weighted rows and expected counts, the five sums of random
+  row subsets by one matrix product per batch (:mod:`.metrics`);
+* ``auc-numpy``/``auc-torch-<device>`` (:class:`_AucRanks`): AUC and DeLong variance per
+  permutation from one ranking of the rows (:mod:`.auc`);
+* ``custom`` (:class:`_CustomMetric`): the callable on each pseudo-group, bootstrap se.
+
+One driver (:func:`permutation_test` and :func:`_run`) does everything else: the argument
+checks, the seeded generator, the batches, the studentization, the exceedance count and
+p-value, and the :class:`PermutationTestResult` with its interval inputs.
 """
 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -64,7 +80,7 @@ ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
 STUDENTIZATIONS: tuple[str, ...] = ("per_permutation", "none", "lift_compat")
 SCHEMES: tuple[str, ...] = ("all_rows", "within_outcome")
 BACKENDS: tuple[str, ...] = ("numpy", "torch")
-#: Elements of a (T_chunk, n) batch processed at once by the row and AUC paths.
+#: Elements of a (T_chunk, n) batch processed at once by the row, AUC and custom paths.
 CHUNK_ELEMENTS = 2_000_000
 
 CustomMetric = Callable[[np.ndarray, np.ndarray, np.ndarray | None], float]
@@ -275,7 +291,7 @@ def _is_binary(a: np.ndarray) -> bool:
     n01 = 0
     for lo in range(0, a.size, CHUNK_ROWS):
         block = a[lo : lo + CHUNK_ROWS]
-        n01 += np.count_nonzero(block == 0) + np.count_nonzero(block == 1)
+        n01 += int(np.count_nonzero(block == 0)) + int(np.count_nonzero(block == 1))
     return n01 == a.size
 
 
@@ -367,48 +383,176 @@ def permutation_test(
     )
     n_a = int(np.count_nonzero(g))
     n_b = g.size - n_a
-    for name, size in zip(group_names, (n_a, n_b), strict=True):
+    for group, size in zip(group_names, (n_a, n_b), strict=True):
         if size < min_group_size:
             raise DataContractError(
-                f"group {name!r} has {size} row(s); the permutation test needs at least "
+                f"group {group!r} has {size} row(s); the permutation test needs at least "
                 f"{min_group_size} per group"
             )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    common = {
-        "n_permutations": int(n_permutations),
-        "alternative": alternative,
-        "studentize_mode": studentize,
-        "scheme": scheme,
-        "confidence_level": confidence_level,
-        "n_bootstrap": int(n_bootstrap),
-        "rng": rng,
-        "group_names": group_names,
-    }
-    name = None if callable(metric) else canonical_metric(str(metric))
-    rm = RATIO_METRICS.get(name) if name is not None else None
-    if rm is not None and w is None and not rm.uses_probability and _is_binary(p):
-        return _cell_test(ya, p, g, rm, **common)  # the rows as they are: counts only
-    ya, p = ya.astype(np.int8), p.astype(np.float64, copy=False)
+    settings = _Settings(
+        n_permutations=int(n_permutations),
+        alternative=alternative,
+        studentize=studentize,
+        scheme=scheme,
+        confidence_level=confidence_level,
+        n_bootstrap=int(n_bootstrap),
+        group_names=group_names,
+        backend=backend,
+        device=device,
+    )
+    kind = _statistic_kind(metric, ya, p, g, s, w, settings, rng)
+    return _run(kind, settings, rng, (n_a, n_b))
+
+
+def _statistic_kind(
+    metric: str | CustomMetric,
+    y: np.ndarray,
+    p: np.ndarray,
+    g: np.ndarray,
+    s: np.ndarray | None,
+    w: np.ndarray | None,
+    st: _Settings,
+    rng: np.random.Generator,
+) -> _StatisticKind:
+    """The statistic kind (path) that tests ``metric`` on these rows: cell counts for unweighted
+    hard predictions of a rate, the custom path for a callable, the AUC, else row sums."""
     if callable(metric):
-        return _custom_test(ya, p if s is None else s, g, w, metric, **common)
-    if name == "auc":
+        y8, score = y.astype(np.int8), p.astype(np.float64, copy=False)
+        return _CustomMetric.build(y8, score if s is None else s, g, w, metric, st)
+    name = canonical_metric(str(metric))
+    rm = RATIO_METRICS.get(name)
+    if rm is not None and w is None and not rm.uses_probability and _is_binary(p):
+        return _CellCounts.build(y, p, g, rm, st)  # the rows as they are: counts only
+    y, p = y.astype(np.int8), p.astype(np.float64, copy=False)
+    if rm is None:  # the AUC
         if w is not None:
             raise DataContractError(
                 "the AUC permutation test does not support sample weights (DeLong's variance "
                 "per permutation is for unweighted rows); drop the weights or use another metric"
             )
-        seed_t = int(rng.integers(0, 2**63 - 1))
-        return _auc_test(ya, p if s is None else s, g, backend, device, seed_t, **common)
-    rm = RATIO_METRICS[name]  # type: ignore[index]
+        torch_seed = int(rng.integers(0, 2**63 - 1))
+        return _AucRanks.build(y, p if s is None else s, g, torch_seed, st)
     if rm.uses_probability and s is None:
         s = p
-    return _row_test(ya, p, s, g, w, rm, **common)
+    return _RowSums.build(y, p, s, g, w, rm, st)
 
 
-# ----------------------------------------------------------------------------- shared pieces
+# ----------------------------------------------------------------------------- the driver
 
 
-def _undefined_error(metric: str, needs: str, names: tuple[str, str], which: list[int]) -> None:
+@dataclass(frozen=True)
+class _Settings:
+    """The options of one test, shared by the driver and the statistic kinds (checked by
+    :func:`_check_options`; ``backend``/``device`` concern the AUC only)."""
+
+    n_permutations: int
+    alternative: str
+    studentize: str
+    scheme: str
+    confidence_level: float
+    n_bootstrap: int
+    group_names: tuple[str, str]
+    backend: str = "numpy"
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """A statistic kind's observed Δ̂ = m̂_A − m̂_B, its se(Δ̂), both group values, the inputs of
+    the effect-size interval and extra result fields."""
+
+    difference: float
+    se: float
+    values: tuple[float, float]
+    interval_inputs: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _StatisticKind(ABC):
+    """One path of the test: how a statistic kind gets Δ and se(Δ), observed and permuted.
+
+    The driver (:func:`_run`) calls ``observe`` once, then ``null`` for consecutive batches of
+    at most ``batch_size`` permutations until T are drawn, then (``lift_compat`` only)
+    ``pooled_bootstrap_sd``, all on the test's generator in that order: the order of the draws
+    is part of the seeded result. ``metric``, ``path`` and ``interval_method`` label the
+    result."""
+
+    metric: str
+    path: str
+    interval_method: str
+    batch_size: int
+    st: _Settings
+
+    @abstractmethod
+    def observe(self, rng: np.random.Generator) -> _Observed:
+        """Δ̂, se(Δ̂) and the group values; an error when m is undefined in an observed group."""
+
+    @abstractmethod
+    def null(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Un-studentized Δ_b and their own se_b for ``size`` permutations (NaN: undefined)."""
+
+    @abstractmethod
+    def pooled_bootstrap_sd(self, rng: np.random.Generator) -> float:
+        """LiFT's s_boot: the SD of Δ over a pooled bootstrap that ignores the groups."""
+
+
+def _run(
+    kind: _StatisticKind, st: _Settings, rng: np.random.Generator, sizes: tuple[int, int]
+) -> PermutationTestResult:
+    """The shared driver: the observed statistic, T permuted ones drawn in batches, the
+    studentization (module docstring), the p-value and the result."""
+    obs = kind.observe(rng)
+    t, chunk = st.n_permutations, kind.batch_size
+    batches = [kind.null(rng, min(chunk, t - done)) for done in range(0, t, chunk)]
+    if len(batches) == 1:
+        null_diff, null_se = batches[0]
+    else:
+        null_diff = np.concatenate([d for d, _ in batches])
+        null_se = np.concatenate([se for _, se in batches])
+    boot_sd = kind.pooled_bootstrap_sd(rng) if st.studentize == "lift_compat" else None
+    if st.studentize == "per_permutation":
+        statistic = float(studentize(np.asarray(obs.difference), np.asarray(obs.se)))
+        null = studentize(null_diff, null_se)
+    elif st.studentize == "none":
+        statistic, null = obs.difference, np.asarray(null_diff, dtype=np.float64)
+    else:  # lift_compat: observed / pooled-bootstrap SD, permuted / permutation SD
+        finite = null_diff[np.isfinite(null_diff)]
+        s_perm = float(np.std(finite, ddof=1)) if finite.size > 1 else 0.0
+        sd = np.asarray(boot_sd if boot_sd is not None else np.nan)
+        statistic = float(studentize(np.asarray(obs.difference), sd))
+        null = studentize(null_diff, np.full_like(null_diff, s_perm))
+    pvalue, b, n_nan = permutation_pvalue(statistic, null, st.alternative)
+    extra = dict(obs.extra)
+    if boot_sd is not None:
+        extra["bootstrap_sd"] = boot_sd
+    return PermutationTestResult(
+        metric=kind.metric,
+        statistic=statistic,
+        pvalue=pvalue,
+        null_distribution=np.asarray(null, dtype=np.float64),
+        difference=float(obs.difference),
+        se=float(obs.se),
+        value_a=float(obs.values[0]),
+        value_b=float(obs.values[1]),
+        n_a=sizes[0],
+        n_b=sizes[1],
+        n_permutations=t,
+        n_extreme=b,
+        n_undefined=n_nan,
+        alternative=st.alternative,
+        studentize=st.studentize,
+        scheme=st.scheme,
+        path=kind.path,
+        interval_method=kind.interval_method,
+        confidence_level=st.confidence_level,
+        extra=extra,
+        _interval_inputs=obs.interval_inputs,
+    )
+
+
+def _undefined_error(metric: str, needs: str, names: tuple[str, str], which: list[int]) -> NoReturn:
     groups = ", ".join(repr(names[i]) for i in which)
     raise DataContractError(
         f"metric {metric!r} is undefined for group(s) {groups}: no {needs} "
@@ -416,139 +560,127 @@ def _undefined_error(metric: str, needs: str, names: tuple[str, str], which: lis
     )
 
 
-def _finish(
-    *,
-    metric: str,
-    diff_obs: float,
-    se_obs: float,
-    values: tuple[float, float],
-    null_diff: np.ndarray,
-    null_se: np.ndarray,
-    studentize_mode: str,
-    boot_sd: float | None,
-    n_sizes: tuple[int, int],
-    n_permutations: int,
-    alternative: str,
-    scheme: str,
-    path: str,
-    confidence_level: float,
-    interval_method: str,
-    interval_inputs: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-) -> PermutationTestResult:
-    if studentize_mode == "per_permutation":
-        obs = float(studentize(diff_obs, se_obs))
-        null = studentize(null_diff, null_se)
-    elif studentize_mode == "none":
-        obs, null = diff_obs, np.asarray(null_diff, dtype=np.float64)
-    else:  # lift_compat: observed / pooled-bootstrap SD, permuted / permutation SD
-        finite = null_diff[np.isfinite(null_diff)]
-        s_perm = float(np.std(finite, ddof=1)) if finite.size > 1 else 0.0
-        obs = float(studentize(diff_obs, boot_sd if boot_sd is not None else np.nan))
-        null = studentize(null_diff, np.full_like(null_diff, s_perm))
-    pvalue, b, n_nan = permutation_pvalue(obs, null, alternative)
-    ex = dict(extra or {})
-    if boot_sd is not None:
-        ex["bootstrap_sd"] = boot_sd
-    return PermutationTestResult(
-        metric=metric,
-        statistic=obs,
-        pvalue=pvalue,
-        null_distribution=np.asarray(null, dtype=np.float64),
-        difference=float(diff_obs),
-        se=float(se_obs),
-        value_a=float(values[0]),
-        value_b=float(values[1]),
-        n_a=n_sizes[0],
-        n_b=n_sizes[1],
-        n_permutations=n_permutations,
-        n_extreme=b,
-        n_undefined=n_nan,
-        alternative=alternative,
-        studentize=studentize_mode,
-        scheme=scheme,
-        path=path,
-        interval_method=interval_method,
-        confidence_level=confidence_level,
-        extra=ex,
-        _interval_inputs=interval_inputs,
-    )
+def _row_strata(y: np.ndarray, g: np.ndarray, scheme: str) -> tuple[list[np.ndarray], list[int]]:
+    """Rows permuted together (all rows, or the negatives and the positives) and group A's
+    rows in each."""
+    if scheme == "all_rows":
+        return [np.arange(y.size)], [int(g.sum())]
+    strata = [np.flatnonzero(y == 0), np.flatnonzero(y == 1)]
+    return strata, [int(g[r].sum()) for r in strata]
+
+
+def _subset_masks(
+    rng: np.random.Generator, strata: list[np.ndarray], ks: list[int], size: int, n: int
+) -> np.ndarray:
+    """``size`` group-A masks (size, n) over rows, permuting within the given strata."""
+    if len(strata) == 1:  # all rows (in order): no copy into a mask of zeros
+        return random_subset_masks(rng, n, ks[0], size)
+    mask = np.zeros((size, n), dtype=bool)
+    for rows, k in zip(strata, ks, strict=True):
+        mask[:, rows] = random_subset_masks(rng, rows.size, k, size)
+    return mask
+
+
+def _row_batch_size(n: int) -> int:
+    """Permutations per (T_chunk, n) batch of row masks."""
+    return max(1, CHUNK_ELEMENTS // max(n, 1))
+
+
+def _sd(values: np.ndarray | list[float]) -> float:
+    """Sample SD of the finite values (NaN for fewer than two)."""
+    d = np.asarray(values)
+    d = d[np.isfinite(d)]
+    return float(np.std(d, ddof=1)) if d.size > 1 else float("nan")
 
 
 # ----------------------------------------------------------------------------- ratio metrics
 
 
-def _cell_test(
-    y: np.ndarray,
-    p: np.ndarray,
-    g: np.ndarray,
+def _ratio_observed(
     rm: RatioMetric,
-    *,
-    n_permutations: int,
-    alternative: str,
-    studentize_mode: str,
-    scheme: str,
-    confidence_level: float,
-    n_bootstrap: int,
-    rng: np.random.Generator,
-    group_names: tuple[str, str],
-) -> PermutationTestResult:
+    sums: tuple[np.ndarray, np.ndarray],
+    names: tuple[str, str],
+    interval_inputs: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> _Observed:
+    """Δ̂ and se from both groups' five sums (:mod:`.metrics`); an error when m is undefined in
+    an observed group."""
+    ma, va = ratio_value_variance(sums[0])
+    mb, vb = ratio_value_variance(sums[1])
+    undefined = [i for i, m in enumerate((ma, mb)) if np.isnan(m)]
+    if undefined:
+        _undefined_error(rm.name, rm.needs, names, undefined)
+    return _Observed(
+        float(ma - mb),
+        float(np.sqrt(va + vb)),
+        (float(ma), float(mb)),
+        interval_inputs or {},
+        extra or {},
+    )
+
+
+def _ratio_null(pa: np.ndarray, pb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Permuted Δ_b and se_b from the pseudo-groups' five sums (T_chunk, 5)."""
+    na_, va_ = ratio_value_variance(pa)
+    nb_, vb_ = ratio_value_variance(pb)
+    return na_ - nb_, np.sqrt(va_ + vb_)
+
+
+@dataclass(frozen=True)
+class _CellCounts(_StatisticKind):
     """Unweighted hard predictions: permutations as hypergeometric draws over (y, ŷ) cells.
 
     The rows are only counted (:func:`fairengine.counts.binary_cell_counts`, no copy of a
-    column); everything after works on the 4 + 4 counts."""
-    values = cell_values(rm)
-    counts_a, counts_b = binary_cell_counts(g, y, p)
-    sums_a, sums_b = counts_a @ values, counts_b @ values
-    ma, va = ratio_value_variance(sums_a)
-    mb, vb = ratio_value_variance(sums_b)
-    undefined = [i for i, m in enumerate((ma, mb)) if np.isnan(m)]
-    if undefined:
-        _undefined_error(rm.name, rm.needs, group_names, undefined)
-    pooled = counts_a + counts_b
-    t = n_permutations
-    # strata: all rows, or y=0 (cells TN, FP) and y=1 (cells FN, TP)
-    strata = [[0, 1, 2, 3]] if scheme == "all_rows" else [[0, 1], [2, 3]]
-    v, pooled_m, k_a = _merged_cells(values, pooled, counts_a, strata)
-    if len(pooled_m) == 1:
-        xa = hypergeometric_cell_draws(rng, pooled_m[0], k_a[0], t)
-    else:
-        xa = stratified_cell_draws(rng, pooled_m, k_a, t)
-    pa = (v.T @ xa.T).T  # (T, 5) with contiguous columns: the sums read column by column
-    pb = (np.concatenate(pooled_m) @ v)[None, :] - pa
-    na_, va_ = ratio_value_variance(pa)
-    nb_, vb_ = ratio_value_variance(pb)
-    boot_sd = None
-    if studentize_mode == "lift_compat":
-        boot = multinomial_cell_draws(rng, np.concatenate([counts_a, counts_b]), n_bootstrap)
-        ba, _ = ratio_value_variance(boot[:, :4] @ values)
-        bb, _ = ratio_value_variance(boot[:, 4:] @ values)
-        d = (ba - bb)[np.isfinite(ba - bb)]
-        boot_sd = float(np.std(d, ddof=1)) if d.size > 1 else float("nan")
-    return _finish(
-        metric=rm.name,
-        diff_obs=float(ma - mb),
-        se_obs=float(np.sqrt(va + vb)),
-        values=(float(ma), float(mb)),
-        null_diff=na_ - nb_,
-        null_se=np.sqrt(va_ + vb_),
-        studentize_mode=studentize_mode,
-        boot_sd=boot_sd,
-        n_sizes=(int(counts_a.sum()), int(counts_b.sum())),
-        n_permutations=t,
-        alternative=alternative,
-        scheme=scheme,
-        path="cells",
-        confidence_level=confidence_level,
-        interval_method="newcombe",
-        interval_inputs={
-            "k_a": sums_a[0],
-            "n_a": sums_a[1],
-            "k_b": sums_b[0],
-            "n_b": sums_b[1],
-        },
-        extra={"cell_counts_a": counts_a.tolist(), "cell_counts_b": counts_b.tolist()},
-    )
+    column); everything after works on the 4 + 4 counts. All T permutations are one batch."""
+
+    rm: RatioMetric
+    values: np.ndarray  # (4, 5): the sums one row of each cell adds (TN, FP, FN, TP)
+    counts_a: np.ndarray
+    counts_b: np.ndarray
+    merged_values: np.ndarray
+    pooled: list[np.ndarray]
+    k_a: list[int]
+
+    @classmethod
+    def build(
+        cls, y: np.ndarray, p: np.ndarray, g: np.ndarray, rm: RatioMetric, st: _Settings
+    ) -> _CellCounts:
+        values = cell_values(rm)
+        counts_a, counts_b = binary_cell_counts(g, y, p)
+        # strata: all rows, or y=0 (cells TN, FP) and y=1 (cells FN, TP)
+        strata = [[0, 1, 2, 3]] if st.scheme == "all_rows" else [[0, 1], [2, 3]]
+        v, pooled, k_a = _merged_cells(values, counts_a + counts_b, counts_a, strata)
+        t = st.n_permutations  # one batch
+        return cls(
+            rm.name, "cells", "newcombe", t, st, rm, values, counts_a, counts_b, v, pooled, k_a
+        )
+
+    def observe(self, rng: np.random.Generator) -> _Observed:
+        sums_a, sums_b = self.counts_a @ self.values, self.counts_b @ self.values
+        return _ratio_observed(
+            self.rm,
+            (sums_a, sums_b),
+            self.st.group_names,
+            {"k_a": sums_a[0], "n_a": sums_a[1], "k_b": sums_b[0], "n_b": sums_b[1]},
+            {"cell_counts_a": self.counts_a.tolist(), "cell_counts_b": self.counts_b.tolist()},
+        )
+
+    def null(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.pooled) == 1:
+            xa = hypergeometric_cell_draws(rng, self.pooled[0], self.k_a[0], size)
+        else:
+            xa = stratified_cell_draws(rng, self.pooled, self.k_a, size)
+        pa = (self.merged_values.T @ xa.T).T  # (T, 5), contiguous columns: sums read by column
+        pooled_sums = np.concatenate(self.pooled) @ self.merged_values
+        return _ratio_null(pa, pooled_sums[None, :] - pa)
+
+    def pooled_bootstrap_sd(self, rng: np.random.Generator) -> float:
+        """LiFT's pooled bootstrap: multinomial draws over the eight (group, cell) counts."""
+        counts = np.concatenate([self.counts_a, self.counts_b])
+        boot = multinomial_cell_draws(rng, counts, self.st.n_bootstrap)
+        ba, _ = ratio_value_variance(boot[:, :4] @ self.values)
+        bb, _ = ratio_value_variance(boot[:, 4:] @ self.values)
+        return _sd(ba - bb)
 
 
 def _merged_cells(
@@ -575,223 +707,155 @@ def _merged_cells(
     return np.concatenate(merged), pooled_m, k_a
 
 
-def _subset_batches(
-    rng: np.random.Generator, strata: list[np.ndarray], ks: list[int], t: int, n: int
-):
-    """Yield group-A masks (T_chunk, n) over rows, permuting within the given strata."""
-    chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
-    done = 0
-    while done < t:
-        size = min(chunk, t - done)
-        mask = np.zeros((size, n), dtype=bool)
-        for rows, k in zip(strata, ks, strict=True):
-            mask[:, rows] = random_subset_masks(rng, rows.size, k, size)
-        yield mask
-        done += size
-
-
-def _row_test(
-    y: np.ndarray,
-    p: np.ndarray,
-    s: np.ndarray | None,
-    g: np.ndarray,
-    w: np.ndarray | None,
-    rm: RatioMetric,
-    *,
-    n_permutations: int,
-    alternative: str,
-    studentize_mode: str,
-    scheme: str,
-    confidence_level: float,
-    n_bootstrap: int,
-    rng: np.random.Generator,
-    group_names: tuple[str, str],
-) -> PermutationTestResult:
+@dataclass(frozen=True)
+class _RowSums(_StatisticKind):
     """Weighted rows or expected counts: permuted group sums by (mask @ per-row sums)."""
-    v = row_values(rm, y, p, s, w)
-    n = y.size
-    sums_a, sums_b = v[g].sum(axis=0), v[~g].sum(axis=0)
-    total = sums_a + sums_b
-    ma, va = ratio_value_variance(sums_a)
-    mb, vb = ratio_value_variance(sums_b)
-    undefined = [i for i, m in enumerate((ma, mb)) if np.isnan(m)]
-    if undefined:
-        _undefined_error(rm.name, rm.needs, group_names, undefined)
-    if scheme == "all_rows":
-        strata, ks = [np.arange(n)], [int(g.sum())]
-    else:
-        strata = [np.flatnonzero(y == 0), np.flatnonzero(y == 1)]
-        ks = [int(g[r].sum()) for r in strata]
-    pa = np.concatenate(
-        [m.astype(np.float64) @ v for m in _subset_batches(rng, strata, ks, n_permutations, n)]
-    )
-    pb = total[None, :] - pa
-    na_, va_ = ratio_value_variance(pa)
-    nb_, vb_ = ratio_value_variance(pb)
-    boot_sd = None
-    if studentize_mode == "lift_compat":
+
+    rm: RatioMetric
+    g: np.ndarray
+    v: np.ndarray
+    sums_a: np.ndarray
+    sums_b: np.ndarray
+    strata: list[np.ndarray]
+    ks: list[int]
+
+    @classmethod
+    def build(
+        cls,
+        y: np.ndarray,
+        p: np.ndarray,
+        s: np.ndarray | None,
+        g: np.ndarray,
+        w: np.ndarray | None,
+        rm: RatioMetric,
+        st: _Settings,
+    ) -> _RowSums:
+        v = row_values(rm, y, p, s, w)
+        strata, ks = _row_strata(y, g, st.scheme)
+        sums_a, sums_b = v[g].sum(axis=0), v[~g].sum(axis=0)
+        t = _row_batch_size(g.size)
+        return cls(rm.name, "rows", "wald", t, st, rm, g, v, sums_a, sums_b, strata, ks)
+
+    def observe(self, rng: np.random.Generator) -> _Observed:
+        return _ratio_observed(self.rm, (self.sums_a, self.sums_b), self.st.group_names)
+
+    def null(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        mask = _subset_masks(rng, self.strata, self.ks, size, self.g.size)
+        pa = mask.astype(np.float64) @ self.v
+        return _ratio_null(pa, (self.sums_a + self.sums_b)[None, :] - pa)
+
+    def pooled_bootstrap_sd(self, rng: np.random.Generator) -> float:
+        """LiFT's pooled bootstrap: multinomial row counts, ignoring the groups."""
+        n, g = self.g.size, self.g
         diffs = []
-        for _ in range(n_bootstrap):
+        for _ in range(self.st.n_bootstrap):
             c = rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64)
-            ba, _ = ratio_value_variance((c * g) @ v)
-            bb, _ = ratio_value_variance((c * ~g) @ v)
+            ba, _ = ratio_value_variance((c * g) @ self.v)
+            bb, _ = ratio_value_variance((c * ~g) @ self.v)
             diffs.append(ba - bb)
-        d = np.asarray(diffs)
-        d = d[np.isfinite(d)]
-        boot_sd = float(np.std(d, ddof=1)) if d.size > 1 else float("nan")
-    return _finish(
-        metric=rm.name,
-        diff_obs=float(ma - mb),
-        se_obs=float(np.sqrt(va + vb)),
-        values=(float(ma), float(mb)),
-        null_diff=na_ - nb_,
-        null_se=np.sqrt(va_ + vb_),
-        studentize_mode=studentize_mode,
-        boot_sd=boot_sd,
-        n_sizes=(int(g.sum()), int((~g).sum())),
-        n_permutations=n_permutations,
-        alternative=alternative,
-        scheme=scheme,
-        path="rows",
-        confidence_level=confidence_level,
-        interval_method="wald",
-        interval_inputs={},
-    )
+        return _sd(diffs)
 
 
 # ----------------------------------------------------------------------------- AUC
 
 
-def _auc_test(
-    y: np.ndarray,
-    score: np.ndarray,
-    g: np.ndarray,
-    backend: str,
-    device: str | None,
-    torch_seed: int,
-    *,
-    n_permutations: int,
-    alternative: str,
-    studentize_mode: str,
-    scheme: str,
-    confidence_level: float,
-    n_bootstrap: int,
-    rng: np.random.Generator,
-    group_names: tuple[str, str],
-) -> PermutationTestResult:
-    """AUC difference studentized by DeLong's variance in every permutation (:mod:`.auc`)."""
-    for i, rows in enumerate((g, ~g)):
-        n_pos = int(y[rows].sum())
-        if n_pos == 0 or n_pos == rows.sum():
-            _undefined_error("auc", "positive and negative labels both", group_names, [i])
-    ranked = auc_mod.rank_sample(y, score)
-    gp_obs = g[ranked.pos_rows][None, :]
-    gn_obs = g[ranked.neg_rows][None, :]
-    a, va, b, vb = auc_mod.auc_pair_numpy(ranked, gp_obs, gn_obs)
-    n1, n0 = ranked.n_pos, ranked.n_neg
-    k1, k0 = int(gp_obs.sum()), int(gn_obs.sum())
-    k = k1 + k0
-    t = n_permutations
-    if backend == "torch":
-        diffs, ses, used = _auc_null_torch(ranked, scheme, k, k1, k0, t, device, torch_seed)
-    else:
-        used = "numpy"
-        diffs, ses = [], []
-        chunk = max(1, CHUNK_ELEMENTS // max(n1 + n0, 1))
-        done = 0
-        while done < t:
-            size = min(chunk, t - done)
-            if scheme == "all_rows":
-                mask = random_subset_masks(rng, n1 + n0, k, size)
-                mp, mn = mask[:, :n1], mask[:, n1:]
-            else:
-                mp = random_subset_masks(rng, n1, k1, size)
-                mn = random_subset_masks(rng, n0, k0, size)
-            pa, pva, pb, pvb = auc_mod.auc_pair_numpy(ranked, mp, mn)
-            diffs.append(pa - pb)
-            ses.append(np.sqrt(pva + pvb))
-            done += size
-        diffs, ses = np.concatenate(diffs), np.concatenate(ses)
-    boot_sd = None
-    if studentize_mode == "lift_compat":
-        boot_sd = _auc_pooled_bootstrap_sd(ranked, g, n_bootstrap, rng)
-    return _finish(
-        metric="auc",
-        diff_obs=float(a[0] - b[0]),
-        se_obs=float(np.sqrt(va[0] + vb[0])),
-        values=(float(a[0]), float(b[0])),
-        null_diff=diffs,
-        null_se=ses,
-        studentize_mode=studentize_mode,
-        boot_sd=boot_sd,
-        n_sizes=(int(g.sum()), int((~g).sum())),
-        n_permutations=t,
-        alternative=alternative,
-        scheme=scheme,
-        path=f"auc-{used}",
-        confidence_level=confidence_level,
-        interval_method="wald",
-        interval_inputs={},
-        extra={"variance_a": float(va[0]), "variance_b": float(vb[0])},
-    )
+@dataclass(frozen=True)
+class _TorchDraws:
+    """The AUC's permutations in torch on ``device``, from their own seed (numpy's exact subset
+    sampler on a CPU, faster there than ``kthvalue``; :func:`.auc.torch_subset_masks` on a
+    GPU)."""
 
+    device: str
+    generator: Any
+    np_rng: np.random.Generator
 
-def _auc_pooled_bootstrap_sd(
-    ranked: auc_mod.RankedSample, g: np.ndarray, n_bootstrap: int, rng: np.random.Generator
-) -> float:
-    """LiFT's pooled bootstrap SD of AUC_A − AUC_B (rows resampled ignoring groups)."""
-    n = g.size
-    gpos, gneg = g[ranked.pos_rows], g[ranked.neg_rows]
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_bootstrap)
-    cp, cn = counts[:, ranked.pos_rows], counts[:, ranked.neg_rows]
-    aa, _ = auc_mod.auc_weighted_numpy(ranked, cp * gpos, cn * gneg)
-    ab, _ = auc_mod.auc_weighted_numpy(ranked, cp * ~gpos, cn * ~gneg)
-    d = (aa - ab)[np.isfinite(aa - ab)]
-    return float(np.std(d, ddof=1)) if d.size > 1 else float("nan")
+    @classmethod
+    def build(cls, device: str | None, seed: int) -> _TorchDraws:
+        try:
+            import torch
+        except ImportError as exc:  # pragma: no cover - torch is a dependency
+            raise DataContractError("backend='torch' needs torch installed") from exc
+        dev = resolve_device(device)
+        gen = torch.Generator(device=dev).manual_seed(seed)
+        return cls(dev, gen, np.random.default_rng(seed))
 
-
-def _auc_null_torch(
-    ranked: auc_mod.RankedSample,
-    scheme: str,
-    k: int,
-    k1: int,
-    k0: int,
-    t: int,
-    device: str | None,
-    seed: int,
-) -> tuple[np.ndarray, np.ndarray, str]:
-    try:
+    def masks(self, n: int, k: int, size: int) -> Any:
         import torch
-    except ImportError as exc:  # pragma: no cover - torch is a dependency
-        raise DataContractError("backend='torch' needs torch installed") from exc
-    dev = resolve_device(device)
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    np_rng = np.random.default_rng(seed)
-    n1, n0 = ranked.n_pos, ranked.n_neg
-    budget = CHUNK_ELEMENTS * (16 if dev.startswith("cuda") else 1)
-    chunk = max(1, budget // max(n1 + n0, 1))
-    diffs, ses = [], []
-    done = 0
-    while done < t:
-        size = min(chunk, t - done)
-        if dev == "cpu":  # numpy's exact subset sampler is faster than kthvalue on a CPU
-            if scheme == "all_rows":
-                mask = torch.from_numpy(random_subset_masks(np_rng, n1 + n0, k, size))
-                mp, mn = mask[:, :n1], mask[:, n1:]
-            else:
-                mp = torch.from_numpy(random_subset_masks(np_rng, n1, k1, size))
-                mn = torch.from_numpy(random_subset_masks(np_rng, n0, k0, size))
-        elif scheme == "all_rows":
-            mask = auc_mod.torch_subset_masks(n1 + n0, k, size, gen, dev)
+
+        if self.device == "cpu":
+            return torch.from_numpy(random_subset_masks(self.np_rng, n, k, size))
+        return auc_mod.torch_subset_masks(n, k, size, self.generator, self.device)
+
+
+@dataclass(frozen=True)
+class _AucRanks(_StatisticKind):
+    """AUC difference studentized by DeLong's variance in every permutation (:mod:`.auc`):
+    the rows are ranked once, a permutation only moves group-A indicators."""
+
+    g: np.ndarray
+    ranked: auc_mod.RankedSample
+    k1: int  # group A's positives
+    k0: int  # group A's negatives
+    torch_draws: _TorchDraws | None
+
+    @classmethod
+    def build(
+        cls, y: np.ndarray, score: np.ndarray, g: np.ndarray, torch_seed: int, st: _Settings
+    ) -> _AucRanks:
+        for i, rows in enumerate((g, ~g)):
+            n_pos = int(y[rows].sum())
+            if n_pos == 0 or n_pos == rows.sum():
+                _undefined_error("auc", "positive and negative labels both", st.group_names, [i])
+        ranked = auc_mod.rank_sample(y, score)
+        k1, k0 = int(g[ranked.pos_rows].sum()), int(g[ranked.neg_rows].sum())
+        draws = _TorchDraws.build(st.device, torch_seed) if st.backend == "torch" else None
+        path = "auc-numpy" if draws is None else f"auc-torch-{draws.device}"
+        on_gpu = draws is not None and draws.device.startswith("cuda")
+        budget = CHUNK_ELEMENTS * (16 if on_gpu else 1)
+        t = max(1, budget // max(ranked.n_pos + ranked.n_neg, 1))
+        return cls("auc", path, "wald", t, st, g, ranked, k1, k0, draws)
+
+    def observe(self, rng: np.random.Generator) -> _Observed:
+        r, g = self.ranked, self.g
+        a, va, b, vb = auc_mod.auc_pair_numpy(r, g[r.pos_rows][None, :], g[r.neg_rows][None, :])
+        return _Observed(
+            float(a[0] - b[0]),
+            float(np.sqrt(va[0] + vb[0])),
+            (float(a[0]), float(b[0])),
+            extra={"variance_a": float(va[0]), "variance_b": float(vb[0])},
+        )
+
+    def null(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        r, k1, k0 = self.ranked, self.k1, self.k0
+        n1, n0 = r.n_pos, r.n_neg
+        draw = self._masks(rng)
+        if self.st.scheme == "all_rows":
+            mask = draw(n1 + n0, k1 + k0, size)
             mp, mn = mask[:, :n1], mask[:, n1:]
         else:
-            mp = auc_mod.torch_subset_masks(n1, k1, size, gen, dev)
-            mn = auc_mod.torch_subset_masks(n0, k0, size, gen, dev)
-        pa, pva, pb, pvb = auc_mod.auc_pair_torch(ranked, mp, mn, dev)
-        diffs.append(pa - pb)
-        ses.append(np.sqrt(pva + pvb))
-        done += size
-    return np.concatenate(diffs), np.concatenate(ses), f"torch-{dev}"
+            mp, mn = draw(n1, k1, size), draw(n0, k0, size)
+        if self.torch_draws is None:
+            pa, pva, pb, pvb = auc_mod.auc_pair_numpy(r, mp, mn)
+        else:
+            pa, pva, pb, pvb = auc_mod.auc_pair_torch(r, mp, mn, self.torch_draws.device)
+        return pa - pb, np.sqrt(pva + pvb)
+
+    def _masks(self, rng: np.random.Generator) -> Callable[[int, int, int], Any]:
+        """(n, k, size) -> ``size`` random k-subsets of range(n) as a bool mask."""
+        if self.torch_draws is not None:
+            return self.torch_draws.masks
+        return lambda n, k, size: random_subset_masks(rng, n, k, size)
+
+    def pooled_bootstrap_sd(self, rng: np.random.Generator) -> float:
+        """LiFT's pooled bootstrap SD of AUC_A − AUC_B (rows resampled ignoring groups)."""
+        ranked, g = self.ranked, self.g
+        n = g.size
+        gpos, gneg = g[ranked.pos_rows], g[ranked.neg_rows]
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=self.st.n_bootstrap)
+        cp, cn = counts[:, ranked.pos_rows], counts[:, ranked.neg_rows]
+        aa, _ = auc_mod.auc_weighted_numpy(ranked, cp * gpos, cn * gneg)
+        ab, _ = auc_mod.auc_weighted_numpy(ranked, cp * ~gpos, cn * ~gneg)
+        return _sd(aa - ab)
 
 
 # ----------------------------------------------------------------------------- custom metrics
@@ -814,108 +878,95 @@ def _call_metric(
         ) from None
 
 
-def _boot_var(
-    f: CustomMetric,
-    y: np.ndarray,
-    s: np.ndarray,
-    w: np.ndarray | None,
-    n_boot: int,
-    rng: np.random.Generator,
-    name: str,
-) -> float:
-    """Bootstrap variance of f on one group (DiCiccio et al. eq. (1)); NaN resamples dropped."""
-    m = y.size
-    idx = rng.integers(0, m, size=(n_boot, m))
-    vals = np.array([_call_metric(f, y[i], s[i], None if w is None else w[i], name) for i in idx])
-    vals = vals[np.isfinite(vals)]
-    return float(np.var(vals, ddof=1)) if vals.size > 1 else float("nan")
-
-
-def _custom_test(
-    y: np.ndarray,
-    s: np.ndarray,
-    g: np.ndarray,
-    w: np.ndarray | None,
-    f: CustomMetric,
-    *,
-    n_permutations: int,
-    alternative: str,
-    studentize_mode: str,
-    scheme: str,
-    confidence_level: float,
-    n_bootstrap: int,
-    rng: np.random.Generator,
-    group_names: tuple[str, str],
-) -> PermutationTestResult:
+@dataclass(frozen=True)
+class _CustomMetric(_StatisticKind):
     """Custom metric: rows permuted in batches, the callable evaluated per pseudo-group, and
-    (``per_permutation``) each permuted difference studentized by its own bootstrap variance."""
-    name = getattr(f, "__name__", "custom")
+    (``per_permutation``) each permuted difference studentized by its own bootstrap variance
+    (DiCiccio et al. eq. (1): each group resampled with replacement)."""
 
-    def pair(mask: np.ndarray, boot: bool) -> tuple[float, float]:
-        wa = None if w is None else w[mask]
-        wb = None if w is None else w[~mask]
-        va = _call_metric(f, y[mask], s[mask], wa, name)
-        vb = _call_metric(f, y[~mask], s[~mask], wb, name)
+    f: CustomMetric
+    y: np.ndarray
+    s: np.ndarray
+    g: np.ndarray
+    w: np.ndarray | None
+    strata: list[np.ndarray]
+    ks: list[int]
+
+    @classmethod
+    def build(
+        cls,
+        y: np.ndarray,
+        s: np.ndarray,
+        g: np.ndarray,
+        w: np.ndarray | None,
+        f: CustomMetric,
+        st: _Settings,
+    ) -> _CustomMetric:
+        strata, ks = _row_strata(y, g, st.scheme)
+        name, t = getattr(f, "__name__", "custom"), _row_batch_size(y.size)
+        return cls(name, "custom", "wald (bootstrap se)", t, st, f, y, s, g, w, strata, ks)
+
+    def _value(self, rows: np.ndarray, y: np.ndarray, s: np.ndarray, w: np.ndarray | None) -> float:
+        """f on the rows ``rows`` (a mask) of (y, s, w)."""
+        return _call_metric(self.f, y[rows], s[rows], None if w is None else w[rows], self.metric)
+
+    def _pair(self, mask: np.ndarray, rng: np.random.Generator, boot: bool) -> tuple[float, float]:
+        """Δ of the pseudo-groups ``mask``/``~mask`` and, with ``boot``, its bootstrap se."""
+        va, vb = (
+            self._value(mask, self.y, self.s, self.w),
+            self._value(~mask, self.y, self.s, self.w),
+        )
         if not boot:
             return va - vb, float("nan")
-        var = _boot_var(f, y[mask], s[mask], wa, n_bootstrap, rng, name) + _boot_var(
-            f, y[~mask], s[~mask], wb, n_bootstrap, rng, name
-        )
+        var = self._boot_var(mask, rng) + self._boot_var(~mask, rng)
         return va - vb, math.sqrt(var) if var >= 0 else float("nan")
 
-    wa_obs = None if w is None else w[g]
-    wb_obs = None if w is None else w[~g]
-    va_obs = _call_metric(f, y[g], s[g], wa_obs, name)
-    vb_obs = _call_metric(f, y[~g], s[~g], wb_obs, name)
-    undefined = [i for i, v in enumerate((va_obs, vb_obs)) if not math.isfinite(v)]
-    if undefined:
-        _undefined_error(name, "value (the custom metric returned NaN/inf)", group_names, undefined)
-    diff_obs, se_obs = pair(g, True)
-    n = y.size
-    if scheme == "all_rows":
-        strata, ks = [np.arange(n)], [int(g.sum())]
-    else:
-        strata = [np.flatnonzero(y == 0), np.flatnonzero(y == 1)]
-        ks = [int(g[r].sum()) for r in strata]
-    boot = studentize_mode == "per_permutation"
-    diffs, ses = [], []
-    for masks in _subset_batches(rng, strata, ks, n_permutations, n):
-        for m in masks:
-            d, se = pair(m, boot)
-            diffs.append(d)
-            ses.append(se)
-    boot_sd = None
-    if studentize_mode == "lift_compat":
-        vals = []
-        for _ in range(n_bootstrap):
+    def _boot_var(self, rows: np.ndarray, rng: np.random.Generator) -> float:
+        """Bootstrap variance of f on one group (DiCiccio et al. eq. (1)); NaN resamples
+        dropped."""
+        y, s, w = self.y[rows], self.s[rows], None if self.w is None else self.w[rows]
+        idx = rng.integers(0, y.size, size=(self.st.n_bootstrap, y.size))
+        f, name = self.f, self.metric
+        vals = np.array(
+            [_call_metric(f, y[i], s[i], None if w is None else w[i], name) for i in idx]
+        )
+        vals = vals[np.isfinite(vals)]
+        return float(np.var(vals, ddof=1)) if vals.size > 1 else float("nan")
+
+    def observe(self, rng: np.random.Generator) -> _Observed:
+        values = (
+            self._value(self.g, self.y, self.s, self.w),
+            self._value(~self.g, self.y, self.s, self.w),
+        )
+        undefined = [i for i, v in enumerate(values) if not math.isfinite(v)]
+        if undefined:
+            _undefined_error(
+                self.metric,
+                "value (the custom metric returned NaN/inf)",
+                self.st.group_names,
+                undefined,
+            )
+        diff, se = self._pair(self.g, rng, True)
+        return _Observed(diff, se, values)
+
+    def null(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, np.ndarray]:
+        boot = self.st.studentize == "per_permutation"
+        masks = _subset_masks(rng, self.strata, self.ks, size, self.y.size)
+        pairs = [self._pair(m, rng, boot) for m in masks]
+        return (
+            np.asarray([d for d, _ in pairs], dtype=np.float64),
+            np.asarray([se for _, se in pairs], dtype=np.float64),
+        )
+
+    def pooled_bootstrap_sd(self, rng: np.random.Generator) -> float:
+        """LiFT's pooled bootstrap: rows resampled ignoring groups (resamples that lose a group
+        are skipped)."""
+        n, vals = self.y.size, []
+        for _ in range(self.st.n_bootstrap):
             idx = rng.integers(0, n, n)
-            gi = g[idx]
+            gi = self.g[idx]
             if gi.all() or not gi.any():
                 continue
-            yy, ss = y[idx], s[idx]
-            ww = None if w is None else w[idx]
-            vals.append(
-                _call_metric(f, yy[gi], ss[gi], None if ww is None else ww[gi], name)
-                - _call_metric(f, yy[~gi], ss[~gi], None if ww is None else ww[~gi], name)
-            )
-        d = np.asarray(vals)
-        d = d[np.isfinite(d)]
-        boot_sd = float(np.std(d, ddof=1)) if d.size > 1 else float("nan")
-    return _finish(
-        metric=name,
-        diff_obs=diff_obs,
-        se_obs=se_obs,
-        values=(va_obs, vb_obs),
-        null_diff=np.asarray(diffs, dtype=np.float64),
-        null_se=np.asarray(ses, dtype=np.float64),
-        studentize_mode=studentize_mode,
-        boot_sd=boot_sd,
-        n_sizes=(int(g.sum()), int((~g).sum())),
-        n_permutations=n_permutations,
-        alternative=alternative,
-        scheme=scheme,
-        path="custom",
-        confidence_level=confidence_level,
-        interval_method="wald (bootstrap se)",
-        interval_inputs={},
-    )
+            yy, ss, ww = self.y[idx], self.s[idx], None if self.w is None else self.w[idx]
+            vals.append(self._value(gi, yy, ss, ww) - self._value(~gi, yy, ss, ww))
+        return _sd(vals)
