@@ -1,5 +1,6 @@
-# FairEngine: `make demo` runs the demo audit, `make test` runs the test suite.
-# Both bootstrap .venv with the exact pins of constraints.txt on first use.
+# FairEngine: `make demo` runs the demo audit, `make test` runs the test suite, `make lint`
+# runs ruff and mypy (mypy's files and settings are in pyproject.toml).
+# Each bootstraps .venv with the exact pins of constraints.txt on first use.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -29,6 +30,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf fairengine-runs .pytest_cache

@@ -99,15 +99,16 @@ def claim_audit(key: str, info: dict[str, Any], ttl_seconds: float) -> tuple[boo
                 return True, None
             except ObjectAlreadyExists:
                 return False, None
+        if not isinstance(current, dict):
+            return False, None
         stale = (
-            isinstance(current, dict)
-            and current.get("state") == "running"
+            current.get("state") == "running"
             and time.time() - float(current.get("claimed_at", 0)) > ttl_seconds
         )
         if stale:
             client.update_variable(VariableUpdate(name=name, value=value))
             return True, current
-        return False, current if isinstance(current, dict) else None
+        return False, current
 
 
 def finish_claim(key: str, info: dict[str, Any]) -> None:

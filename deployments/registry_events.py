@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,4 +257,10 @@ class DeploymentRunDispatcher:
             as_subflow=False,
             flow_run_name=f"{event.model_name}-v{event.model_version}-{event.kind}",
         )
+        if isinstance(run, Coroutine):  # Prefect's async variant: called inside an event loop
+            run.close()
+            raise RuntimeError(
+                "DeploymentRunDispatcher starts runs synchronously; call it outside an event loop "
+                "(the webhook receiver calls it from its worker threads)"
+            )
         return str(run.id)

@@ -68,9 +68,9 @@ import socket
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
@@ -92,6 +92,8 @@ TIMESTAMP_HEADER = "X-MLflow-Timestamp"
 SIGNATURE_HEADER = "X-MLflow-Signature"
 SIGNATURE_VERSION = "v1"
 SECRET_ENV = "FAIRENGINE_WEBHOOK_SECRET"
+#: The alias an audit sets on a pass: its creation starts no audit.
+DEFAULT_IGNORED_ALIASES: frozenset[str] = frozenset({"fair-approved"})
 
 logger = logging.getLogger("fairengine.webhook_receiver")
 
@@ -132,7 +134,7 @@ class ReceiverConfig:
     max_body_bytes: int = 64 * 1024
     tolerance_seconds: float = 300.0
     max_remembered_deliveries: int = 100_000
-    ignored_aliases: frozenset[str] = field(default_factory=lambda: frozenset({"fair-approved"}))
+    ignored_aliases: frozenset[str] = DEFAULT_IGNORED_ALIASES
     events: frozenset[str] = AUDITED_EVENTS
     dispatch_workers: int = 16
     max_pending: int = 256
@@ -624,7 +626,13 @@ def read_secrets(env_var: str = SECRET_ENV, block: str | None = None) -> list[st
     if block:
         from prefect.blocks.system import Secret
 
-        secrets.append(str(Secret.load(block).get()))
+        loaded = Secret.load(block)
+        if isinstance(loaded, Coroutine):  # Prefect's async variant: inside an event loop
+            loaded.close()
+            raise RuntimeError(
+                "read_secrets loads a Secret block synchronously; call it outside an event loop"
+            )
+        secrets.append(str(loaded.get()))
     return secrets
 
 
@@ -687,10 +695,10 @@ def main(argv: list[str] | None = None) -> None:
         max_pending=args.max_pending,
         retry_after_seconds=args.retry_after,
         backlog=args.backlog,
-        **(
-            {"ignored_aliases": frozenset(args.ignore_alias)}
+        ignored_aliases=(
+            frozenset(args.ignore_alias)
             if args.ignore_alias is not None
-            else {}
+            else DEFAULT_IGNORED_ALIASES
         ),
     )
     if args.dispatch == "deployment":

@@ -159,7 +159,10 @@ def _check_methods_config() -> None:
             f"MethodsConfig sections {names} differ from the registry's methods {list(BUILT_IN)}"
         )
     for f in typed:
-        made = f.default_factory()  # type: ignore[misc]
+        factory = f.default_factory
+        if factory is dataclasses.MISSING:
+            raise RuntimeError(f"MethodsConfig.{f.name} has no default factory")
+        made = factory()
         if type(made) is not method_spec(f.name).config:
             raise RuntimeError(
                 f"MethodsConfig.{f.name} is {type(made).__name__}, the registry says "
@@ -458,7 +461,7 @@ def _coerce(tp: Any, value: Any, where: str, problems: list[str]) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _coerce(inner[0], value, where, problems)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a hint: a class, not an instance
         if not isinstance(value, dict):
             raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")
         return _build(tp, value, f"{where}.", problems)

@@ -184,7 +184,8 @@ def label_cell_sums(
     s = None if bins is None else np.asarray(score)
     names = _block_sums(hard, w is not None)
     acc = {name: np.zeros(k, dtype=np.int64 if name == "n" else np.float64) for name in names}
-    hist = hist2 = None
+    hist: np.ndarray | None = None
+    hist2: np.ndarray | None = None
     if bins is not None:
         hist = np.zeros(hist_cells, dtype=np.int64 if w is None else np.float64)
         hist2 = hist if w is None else np.zeros(hist_cells)
@@ -199,15 +200,16 @@ def label_cell_sums(
         _add_into(idx, y[block])
         wb = None if w is None else w[block]
         if bins is not None:
-            b = np.multiply(s[block], bins, dtype=np.float64)  # type: ignore[index]
+            assert s is not None and hist is not None and hist2 is not None  # all set with bins
+            b = np.multiply(s[block], bins, dtype=np.float64)
             np.clip(b, 0, bins - 1, out=b)
             hidx = idx.astype(hdtype)
             hidx *= bins
             np.add(hidx, b, out=hidx, casting="unsafe")  # truncation: the bin of the score
             del b
-            hist += np.bincount(hidx, weights=wb, minlength=hist_cells)  # type: ignore[operator]
-            if w is not None:
-                hist2 += np.bincount(hidx, weights=np.square(wb), minlength=hist_cells)  # type: ignore[operator]
+            hist += np.bincount(hidx, weights=wb, minlength=hist_cells)
+            if wb is not None:  # weighted (wb is None exactly when w is)
+                hist2 += np.bincount(hidx, weights=np.square(wb), minlength=hist_cells)
             del hidx
         pb = p[block]
         if hard:
@@ -219,8 +221,9 @@ def label_cell_sums(
     if bins is None:
         return sums, None, None
     shape = (total, 2, bins)
-    h = hist.reshape(shape)  # type: ignore[union-attr]
-    return sums, h, h if hist2 is hist else hist2.reshape(shape)  # type: ignore[union-attr]
+    assert hist is not None and hist2 is not None  # allocated above when bins is given
+    h = hist.reshape(shape)
+    return sums, h, h if hist2 is hist else hist2.reshape(shape)
 
 
 def _checked_codes(block: np.ndarray, n_groups: int) -> np.ndarray:

@@ -202,7 +202,7 @@ def _clean_column(
             if is_marker:
                 report.missing[repr(new)] += int(n)
         else:
-            is_marker = _is_number(value) and float(value) in numeric_markers  # type: ignore[arg-type]
+            is_marker = _is_number(value) and float(value) in numeric_markers
             if is_marker:
                 report.missing[repr(_plain(value))] += int(n)
         new_values.append(new)

@@ -524,8 +524,8 @@ def decide_family(
     needed: dict[int, float] = {}
     if undetermined.size:
         tau = critical_values_of(rejected_by, phat, undetermined)
-        for i, t_i in zip(undetermined, tau, strict=True):
-            sel = np.flatnonzero(own == i)
+        for u, t_i in zip(undetermined, tau, strict=True):
+            sel = np.flatnonzero(own == u)
             if sel.size == 0:  # an exact test whose decision waits on Monte-Carlo tests
                 continue
             per = np.asarray(
@@ -539,11 +539,11 @@ def decide_family(
                 ]
             )
             ph = s[sel] / n[sel]
-            if phat[i] < t_i:  # every part must fall below τ
-                needed[int(i)] = float(per.max())
+            if phat[u] < t_i:  # every part must fall below τ
+                needed[int(u)] = float(per.max())
             else:  # one part above τ suffices
                 above = per[ph > t_i]
-                needed[int(i)] = float(above.min()) if above.size else math.inf
+                needed[int(u)] = float(above.min()) if above.size else math.inf
     out: list[TestDecision] = []
     for i, t in enumerate(tests):
         sel = np.flatnonzero(own == i)

@@ -129,6 +129,8 @@ def _class_histogram(
     u = uniq.shape[0]
     idx = 2 * inv.astype(np.intp) + y
     n = np.bincount(idx, minlength=2 * u).reshape(u, 2).T.astype(np.float64)
+    w: np.ndarray  # float64 (numpy's stubs type a weighted bincount as integer)
+    w2: np.ndarray
     if weights is None:
         w = w2 = n
     else:

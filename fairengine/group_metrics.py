@@ -287,7 +287,11 @@ def run_group_metrics(
         perf_names = [p for p in perf_names if p != "AUC"]
         warnings.append(f"AUC {LABEL_AUC_REASON}")
     hard = dataset.threshold is not None
-    prediction = dataset.prediction if has_scores else np.zeros(dataset.n_rows, dtype=np.int8)
+    prediction = (  # (has_scores: the dataset's prediction is not None)
+        dataset.prediction
+        if dataset.prediction is not None
+        else np.zeros(dataset.n_rows, dtype=np.int8)
+    )
     bins = cfg.auc_bins
     if bins is None and want_auc and dataset.n_rows > cfg.auc_exact_max_rows:
         bins = AUTO_AUC_BINS
@@ -552,8 +556,10 @@ def _audit_encoding(
     # ------------------------------------------------------------ performance
     perf: dict[str, np.ndarray] = {}
     if perf_names or cfg.performance_benefit_metrics:
-        rates = group_rates(m, level, lift_compat=compat) if "model" in levels or perf_names else {}
-        for name, gr_rate in rates.items():
+        perf_rates = (
+            group_rates(m, level, lift_compat=compat) if "model" in levels or perf_names else {}
+        )
+        for name, gr_rate in perf_rates.items():
             if name not in perf_names and name not in cfg.performance_benefit_metrics:
                 continue
             perf[name] = gr_rate.estimate
@@ -568,33 +574,33 @@ def _audit_encoding(
             perf["AUC"] = np.array([e.auc for e in gauc.estimates])
             _auc_outputs(gauc, enc, groups, cfg, tok, findings, warnings)
         for name, fn in customs.items():
-            vals = np.empty(g_n)
+            custom_vals = np.empty(g_n)
             for i in range(g_n):
-                rows = enc.codes == i  # type: ignore[operator]
-                w = None if dataset.weights is None else dataset.weights[rows]
-                vals[i] = float(
+                in_group = enc.codes == i
+                w = None if dataset.weights is None else dataset.weights[in_group]
+                custom_vals[i] = float(
                     fn(
-                        dataset.label[rows],
-                        dataset.probability[rows] if dataset.probability is not None else None,
-                        dataset.prediction[rows] if dataset.prediction is not None else None,
+                        dataset.label[in_group],
+                        dataset.probability[in_group] if dataset.probability is not None else None,
+                        dataset.prediction[in_group] if dataset.prediction is not None else None,
                         w,
                     )
                 )
-            perf[name] = vals
+            perf[name] = custom_vals
             for i, gr in enumerate(groups):
-                gr.setdefault("performance", {})[name] = {"estimate": float(vals[i])}
+                gr.setdefault("performance", {})[name] = {"estimate": float(custom_vals[i])}
 
     # ------------------------------------------------------------ benefit vectors
     if "DEMOGRAPHIC_PARITY" in cfg.distance_benefit_metrics:
         for name, tag in (("positive_rate", "dp_pred"), ("base_rate", "dp_label")):
-            rows = pair_rows.get(name)
-            if rows:
+            dp_rows = pair_rows.get(name)
+            if dp_rows:
                 key = "lift_gap" if compat else "abs_gap"
                 _store_benefit(
                     det,
                     tag,
-                    [f"{r['a']}|{r['b']}" for r in rows],
-                    np.array([r[key] for r in rows]),
+                    [f"{r['a']}|{r['b']}" for r in dp_rows],
+                    np.array([r[key] for r in dp_rows]),
                     cfg,
                     enc,
                     tok,
@@ -603,14 +609,14 @@ def _audit_encoding(
                     compat,
                 )
     if "EQUALIZED_ODDS" in cfg.distance_benefit_metrics and "model" in levels:
-        rows = [(n, r) for n in ("fpr", "tpr") for r in pair_rows.get(n, [])]
-        if rows:
+        eo_rows = [(n, r) for n in ("fpr", "tpr") for r in pair_rows.get(n, [])]
+        if eo_rows:
             key = "lift_gap" if compat else "abs_gap"
             _store_benefit(
                 det,
                 "eo",
-                [f"{r['a']}|{r['b']}|{n}" for n, r in rows],
-                np.array([r[key] for _, r in rows]),
+                [f"{r['a']}|{r['b']}|{n}" for n, r in eo_rows],
+                np.array([r[key] for _, r in eo_rows]),
                 cfg,
                 enc,
                 tok,
@@ -754,6 +760,8 @@ def _auc(
     if binned:
         hw, hw2 = table.histogram(enc.name if enc.kind == "attribute" else None)
         return group_auc(binned_score_blocks(hw, hw2, m.n), lift_compat=compat)
+    # the row codes were computed for this case (need_rows in run_group_metrics)
+    assert enc.codes is not None
     blocks = exact_score_blocks(
         enc.codes,
         len(m.categories),

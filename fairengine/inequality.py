@@ -148,10 +148,10 @@ def atkinson_index(
             return float(1.0 - _lift_mean(np.power(x, a)) ** (1.0 / a))
     if epsilon < 0:
         raise DataContractError(f"Atkinson epsilon must be >= 0, got {epsilon}")
-    x = _clean(b)
-    if x is None:
+    clean = _clean(b)
+    if clean is None:
         return math.nan
-    x = x / x.mean()
+    x = clean / clean.mean()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if abs(epsilon - 1.0) < _TOL:
             if np.any(x == 0):

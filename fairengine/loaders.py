@@ -27,10 +27,10 @@ import io
 import lzma
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 import pandas as pd
 
@@ -46,7 +46,9 @@ FORMATS: dict[str, str] = {
 #: delimiters tried when none is given, in order of preference on a tie
 DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
 _SAMPLE_CHARS = 1 << 16  # text read to detect the delimiter and check the header
-_MAGIC: tuple[tuple[bytes, str], ...] = (
+#: a compression detected from a file's first bytes (pandas' name for it)
+_Compression = Literal["gzip", "bz2", "xz", "zip"]
+_MAGIC: tuple[tuple[bytes, _Compression], ...] = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bz2"),
     (b"\xfd7zXZ\x00", "xz"),
@@ -196,12 +198,28 @@ def _load_csv(
             f"' Female' reads 'Female'; set data.skip_initial_space: false to keep it"
         )
         header = [h.lstrip(" ") for h in header] if names is None else header
-    kwargs: dict[str, object] = {"sep": delimiter, "low_memory": False}
-    kwargs["skipinitialspace"] = bool(skip_initial_space)
-    kwargs["compression"] = compression
-    if names is not None:
-        kwargs.update(header=None, names=header)
-    frame = _parse(p, f"csv (delimiter {_name(delimiter)})", lambda: pd.read_csv(p, **kwargs))
+    skip_space = bool(skip_initial_space)
+
+    def read() -> pd.DataFrame:
+        if names is None:
+            return pd.read_csv(
+                p,
+                sep=delimiter,
+                low_memory=False,
+                skipinitialspace=skip_space,
+                compression=compression,
+            )
+        return pd.read_csv(
+            p,
+            sep=delimiter,
+            low_memory=False,
+            skipinitialspace=skip_space,
+            compression=compression,
+            header=None,
+            names=header,
+        )
+
+    frame = _parse(p, f"csv (delimiter {_name(delimiter)})", read)
     if not frame.index.equals(pd.RangeIndex(len(frame))):  # pandas made row labels of fields
         raise DataContractError(
             f"rows of {str(p)!r} have more fields than its header ({len(header)} columns with "
@@ -217,21 +235,21 @@ def _load_csv(
     return TableRead(frame, tuple(notes + repeated), delimiter)
 
 
-def _compression(p: Path) -> str | None:
+def _compression(p: Path) -> _Compression | None:
     """The compression of ``p`` from its first bytes (``None``: plain text)."""
     with p.open("rb") as fh:
         head = fh.read(8)
     return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
 
 
-def _open_text(p: Path, compression: str | None) -> IO[str]:
-    opts = {"encoding": "utf-8-sig", "errors": "replace", "newline": ""}
+def _open_text(p: Path, compression: _Compression | None) -> IO[str]:
+    enc, errors, newline = "utf-8-sig", "replace", ""
     if compression == "gzip":
-        return gzip.open(p, "rt", **opts)  # type: ignore[return-value]
+        return gzip.open(p, "rt", encoding=enc, errors=errors, newline=newline)
     if compression == "bz2":
-        return bz2.open(p, "rt", **opts)  # type: ignore[return-value]
+        return bz2.open(p, "rt", encoding=enc, errors=errors, newline=newline)
     if compression == "xz":
-        return lzma.open(p, "rt", **opts)  # type: ignore[return-value]
+        return lzma.open(p, "rt", encoding=enc, errors=errors, newline=newline)
     if compression == "zip":
         archive = zipfile.ZipFile(p)
         members = [n for n in archive.namelist() if not n.endswith("/")]
@@ -239,11 +257,13 @@ def _open_text(p: Path, compression: str | None) -> IO[str]:
             raise DataContractError(
                 f"zip file {str(p)!r} must hold exactly one CSV file; it holds {len(members)}"
             )
-        return io.TextIOWrapper(archive.open(members[0]), **opts)
-    return p.open("r", **opts)
+        return io.TextIOWrapper(
+            archive.open(members[0]), encoding=enc, errors=errors, newline=newline
+        )
+    return p.open("r", encoding=enc, errors=errors, newline=newline)
 
 
-def _sample(p: Path, compression: str | None) -> tuple[str, bool]:
+def _sample(p: Path, compression: _Compression | None) -> tuple[str, bool]:
     """The first ``_SAMPLE_CHARS`` characters (cut after the last full line) and whether the file
     goes on after them."""
     try:
@@ -306,11 +326,11 @@ def _name(delimiter: str) -> str:
 
 
 # ---------------------------------------------------------------- shared
-def _parse(p: Path, what: str, read: object) -> pd.DataFrame:
+def _parse(p: Path, what: str, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
     """``read()`` with pandas/pyarrow errors re-raised naming the file (first line of the
     library's message only, cut to 200 characters)."""
     try:
-        return read()  # type: ignore[operator]
+        return read()
     except pd.errors.EmptyDataError:
         raise DataContractError(f"data file {str(p)!r} has no columns or rows") from None
     except Exception as exc:  # parser errors of pandas/pyarrow: re-raise with the file named

@@ -160,6 +160,7 @@ class ModelOutput:
 
 def _as_array(output: Any) -> tuple[np.ndarray, list[Any] | None]:
     names = None
+    values: Any  # 1-d or 2-d, or whatever the model returned (np.asarray below)
     if isinstance(output, pd.DataFrame):
         names = list(output.columns)
         values = output.to_numpy()
@@ -194,7 +195,7 @@ def _numeric(arr: np.ndarray) -> np.ndarray | None:
 def _few_distinct(values: np.ndarray) -> tuple[int, tuple[Any, ...]]:
     uniq = pd.unique(pd.Series(values.ravel()))
     try:
-        uniq = np.sort(uniq)
+        uniq = np.sort(np.asarray(uniq))  # (np.sort converts an ExtensionArray the same way)
     except TypeError:  # mixed types
         pass
     return len(uniq), tuple(_plain(v) for v in uniq[: _MAX_SHOWN + 1])
@@ -394,7 +395,7 @@ def source_scores(model: Any, source: ScoreSource, features: pd.DataFrame) -> np
 
 
 # --------------------------------------------------------------------------- model input columns
-_NUMERIC_TYPES = {
+_NUMERIC_TYPES: dict[str, np.dtype[Any]] = {
     "double": np.dtype(np.float64),
     "float": np.dtype(np.float32),
     "long": np.dtype(np.int64),

@@ -309,7 +309,9 @@ class ExpectationOutcome:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ExpectationOutcome:
-        return cls(**{f.name: d.get(f.name) for f in dataclasses.fields(cls)})
+        # A JSON payload: values are taken as stored (a missing key gives None).
+        fields: dict[str, Any] = {f.name: d.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**fields)
 
 
 @dataclass

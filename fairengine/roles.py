@@ -40,8 +40,8 @@ class ColumnRoles:
         object.__setattr__(self, "protected", tuple(str(c) for c in protected))
         if self.features is not None:
             object.__setattr__(self, "features", tuple(str(c) for c in self.features))
-        named = [self.label, *self.protected, self.score, self.weight]
-        named = [c for c in named if c is not None]
+        roles = (self.label, *self.protected, self.score, self.weight)
+        named = [c for c in roles if c is not None]
         dupes = sorted({c for c in named if named.count(c) > 1})
         if dupes:
             raise DataContractError(

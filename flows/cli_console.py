@@ -16,7 +16,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 PROGRESS_EVERY_S = 5.0  # at most one batch-progress line per step this often
 
@@ -71,11 +71,18 @@ def quiet_library_output() -> None:
 _SHOW_WARNING = warnings.showwarning
 
 
-def _show_own_warnings(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+def _show_own_warnings(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """``warnings.showwarning`` of the CLI without ``--debug``: warnings raised inside installed
     libraries (``site-packages``) are dropped, FairEngine's own are shown."""
     if "site-packages" not in filename:
-        _SHOW_WARNING(message, category, filename, lineno, *rest)
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
 _ENGINE_FAILURE = (

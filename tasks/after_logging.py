@@ -62,15 +62,18 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
     method = next((m for m in result.methods if m.method == "mitigation"), None)
     if method is None or method.status != "ok":
         why = "it did not run" if method is None else f"{method.status}: {method.reason}"
-        return not_registered(f"the mitigation step did not succeed ({why})")
+        not_registered(f"the mitigation step did not succeed ({why})")
+        return None
     decision = RegistrationDecision.from_dict(method.details["registration"])
     if not decision.allowed:
-        return not_registered(decision.reason)
+        not_registered(decision.reason)
+        return None
     if not model_info.get("name"):
-        return not_registered(
+        not_registered(
             "methods.mitigation.register needs model.uri to be a registry model "
             "(models:/name/version or models:/name@alias)"
         )
+        return None
     from tasks.mitigated_model import register_mitigated_model
 
     features = list(logged.roles.features or ())

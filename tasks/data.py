@@ -42,6 +42,8 @@ def resolve_data(cfg: AuditConfig) -> LoadedData:
     empty. Either way the role columns are cleaned by
     :func:`fairengine.data_hygiene.clean_role_columns` (``data.na_values``, ``data.missing``).
     """
+    notes: tuple[str, ...]
+    source: dict[str, str | None]
     if cfg.data.embedded:
         from fairengine.datasets import load_embedded
 

@@ -75,12 +75,13 @@ class MitigatedModel(PythonModel):
             score = source_scores(self.base, source, inputs)
         else:  # a rule registered before score sources were recorded
             out = self.base.predict(frame[features])
-            score = positive_class_scores(out, len(frame))
-            if score is None:
+            positive = positive_class_scores(out, len(frame))
+            if positive is None:
                 raise ValueError(
                     f"the base model returned output of shape {np.shape(out)} for {len(frame)} "
                     "rows; expected one score per row (or two class probabilities)"
                 )
+            score = positive
         score = to_probability(score, self.rule["score_type"])
         pi, unknown = apply_rule(self.rule, frame, score)
         if unknown:

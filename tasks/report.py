@@ -149,7 +149,7 @@ def group_parity_view(method: dict[str, Any]) -> dict[str, Any]:
     else:
         prediction = f"Rates use hard predictions (score > {fmt_value(threshold)})."
     level = fmt_level(params.get("confidence_level", 0.95))
-    attributes = []
+    attributes: list[dict[str, Any]] = []
     for attr, info in (details.get("attributes") or {}).items():
         groups = list(info.get("groups") or [])
         rows = []
@@ -703,7 +703,7 @@ def fliptest_view(method: dict[str, Any]) -> dict[str, Any]:
     (mean feature change with intervals, consistency, sign tests) as a table and bar chart, and
     the marginal distributions of flipset members versus their group."""
     details = method.get("details") or {}
-    directions = []
+    directions: list[dict[str, Any]] = []
     for pair in details.get("pairs") or []:
         for dr in pair.get("directions") or []:
             head = f"{pair.get('attribute')}: {dr.get('source')} → {dr.get('target')}"

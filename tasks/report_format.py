@@ -124,8 +124,9 @@ def fmt_datetime(value: Any) -> str:
     except ValueError:
         return str(value)
     text = dt.strftime("%Y-%m-%d %H:%M:%S")
-    if dt.utcoffset() is not None:
-        text += " UTC" if dt.utcoffset().total_seconds() == 0 else dt.strftime(" UTC%z")
+    offset = dt.utcoffset()
+    if offset is not None:
+        text += " UTC" if offset.total_seconds() == 0 else dt.strftime(" UTC%z")
     return text
 
 

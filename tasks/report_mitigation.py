@@ -102,7 +102,7 @@ def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
             )
         )
     inter = []
-    rates = []
+    rates: list[str] = []
     for r in d.get("intersections") or []:
         if not rates:
             rates = sorted(k[: -len("_before")] for k in r if k.endswith("_before"))

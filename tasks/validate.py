@@ -199,7 +199,7 @@ def _plan(
             counts = frame[a].value_counts(dropna=True, sort=True)
             counts = counts[counts > 0]
         except Exception as exc:  # e.g. unhashable values
-            counts, error = pd.Series([], dtype="int64"), f"cannot count the groups: {exc}"
+            counts, error = pd.Series(dtype="int64"), f"cannot count the groups: {exc}"
         big = [_plain(v) for v, n in counts.items() if n >= min_group_size]
         small = sorted(
             ((_plain(v), int(n)) for v, n in counts.items() if n < min_group_size),
@@ -315,8 +315,8 @@ def _describe_failure(check: _Check, result: dict[str, Any], frame: pd.DataFrame
         return f"found {_plural(int(result.get('observed_value') or 0), 'row')}"
     if kind == "exists":
         cols = list(map(str, frame.columns))
-        shown = cols[:20] + (["..."] if len(cols) > 20 else [])
-        return f"column {col!r} not found; the table has columns {shown}"
+        head = cols[:20] + (["..."] if len(cols) > 20 else [])
+        return f"column {col!r} not found; the table has columns {head}"
     if kind == "not_null":
         rows = _distinct(list(result.get("partial_unexpected_index_list") or []))
         at = f" (e.g. at rows {_fmt_values(rows)})" if rows else ""
@@ -482,10 +482,10 @@ def validate_frame(
         return ValidationResult(False, engine, len(frame), [outcome])
 
     by_index: dict[int, Any] = {}
-    for r in run.results:
-        meta = getattr(r.expectation_config, "meta", None) or {}
+    for res in run.results:
+        meta = getattr(res.expectation_config, "meta", None) or {}
         if _META_KEY in meta:
-            by_index[int(meta[_META_KEY])] = r
+            by_index[int(meta[_META_KEY])] = res
     outcomes: list[ExpectationOutcome] = []
     for i, check in enumerate(checks):
         r = by_index.get(i)

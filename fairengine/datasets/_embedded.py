@@ -84,7 +84,7 @@ def check_seed(value: object, name: str = "seed") -> int:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Integral)
-        or not 0 <= value <= 2**32 - 1
+        or not 0 <= int(value) <= 2**32 - 1
     ):
         raise DataContractError(f"{name} must be an integer in [0, 2**32 - 1], got {value!r}")
     return int(value)

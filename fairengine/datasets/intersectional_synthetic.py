@@ -61,6 +61,8 @@ DEFAULT_MU1 = (1.5, 1.2, 1.0, 0.5)
 DEFAULT_MU0 = (-1.0, -1.0, -1.2, -1.5)
 #: (attr_a, attr_b) of intersection s = 0..3 (s = 2·A + B).
 INTERSECTIONS = (("a0", "b0"), ("a0", "b1"), ("a1", "b0"), ("a1", "b1"))
+#: One value per intersection (a sequence, or the checked array of :func:`_check_params`).
+_Vector = Sequence[float] | np.ndarray
 
 CITATION = (
     "FairEngine synthetic design (project notes intersectional.md §5), for the metrics of "
@@ -72,10 +74,10 @@ CITATION = (
 
 
 def _check_params(
-    shares: Sequence[float],
-    base_rates: Sequence[float],
-    mu1: Sequence[float],
-    mu0: Sequence[float],
+    shares: _Vector,
+    base_rates: _Vector,
+    mu1: _Vector,
+    mu0: _Vector,
     threshold: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     pi = check_vector("shares", shares, K, low=0.0, high=1.0, open_interval=True)
@@ -98,10 +100,10 @@ def _epsilon(rates: np.ndarray) -> float:
 
 
 def intersectional_true_epsilons(
-    shares: Sequence[float] = DEFAULT_SHARES,
-    base_rates: Sequence[float] = DEFAULT_BASE_RATES,
-    mu1: Sequence[float] = DEFAULT_MU1,
-    mu0: Sequence[float] = DEFAULT_MU0,
+    shares: _Vector = DEFAULT_SHARES,
+    base_rates: _Vector = DEFAULT_BASE_RATES,
+    mu1: _Vector = DEFAULT_MU1,
+    mu0: _Vector = DEFAULT_MU0,
     threshold: float = 0.5,
 ) -> dict[str, float]:
     """Population ε of :func:`make_intersectional_synthetic`'s model, in closed form.

@@ -328,8 +328,8 @@ def plan_pairs(
                 )
             else:
                 eligible.append((int(rows.sum()), g))
-        eligible = [g for _, g in sorted(eligible, key=lambda t: (-t[0], t[1]))]
-        pairs = [tuple(sorted(p)) for p in itertools.combinations(eligible, 2)]
+        largest_first = [g for _, g in sorted(eligible, key=lambda t: (-t[0], t[1]))]
+        pairs = [tuple(sorted(p)) for p in itertools.combinations(largest_first, 2)]
         if len(pairs) > config.max_pairs:
             warnings.append(
                 f"FlipTest tests the {config.max_pairs} pairs of the largest groups of {attr} "
@@ -475,7 +475,8 @@ def _validate(
         seed = int(rng.integers(2**31))
         error = None
         for factor in factors:
-            est = clone(estimator).set_params(epsilon=eps * factor) if tunable else estimator
+            eps_used = eps * factor if tunable and eps is not None else None  # (tunable: eps set)
+            est = clone(estimator).set_params(epsilon=eps_used) if tunable else estimator
             try:
                 v = validate_map(
                     est,
@@ -491,7 +492,7 @@ def _validate(
             except TransportConvergenceError as exc:
                 error = str(exc)
                 continue
-            out[key] = {**v.to_dict(), "epsilon_used": eps * factor if tunable else None}
+            out[key] = {**v.to_dict(), "epsilon_used": eps_used}
             if factor != 1.0:
                 out[key]["warnings"].append(
                     f"validation refits converged only at {factor:g}x the observed epsilon"

@@ -464,7 +464,7 @@ def permutation_rates(
                 inv = np.empty_like(pt)
                 for s, m in maps.items():
                     rows = pool_strata[~lab] == s
-                    inv[rows] = m.inverse_transform(pt[rows])  # type: ignore[attr-defined]
+                    inv[rows] = m.inverse_transform(pt[rows])
         points += [ps, im]
         if reverse is not None:
             points += [pt, inv]  # type: ignore[list-item]
@@ -522,7 +522,7 @@ def _bootstrap_images(
             out.append((q_im[bs], q_im))  # a drawn row's image is its original's image
         else:
             im, q_im, _ = fit_images(est, xs[bs], xt[bt], ss[bs], st[bt], xs, ss)
-            out.append((im, q_im))  # type: ignore[arg-type]
+            out.append((im, q_im))
     return out, int(batched.sum())
 
 
@@ -573,7 +573,7 @@ def _selfmap_images(
             if a.shape[1] < 2 or b.shape[1] < 2:
                 ok[:] = False
                 break
-            images, _, good = split_refits(fixed[j], xs[rows], a, b)  # type: ignore[arg-type]
+            images, _, good = split_refits(fixed[j], xs[rows], a, b)
             ok &= good
             for r in range(n_rep):
                 batched[r].append(images[r])
@@ -609,10 +609,7 @@ def _permutation_split_images(
     if not n_rep:
         return None
     strata = list(np.unique(pool_strata))
-    if not all(
-        isinstance(est.get(s), EntropicMap) and est[s].epsilon is not None  # type: ignore[union-attr]
-        for s in strata
-    ):
+    if not all(isinstance(est.get(s), EntropicMap) and est[s].epsilon is not None for s in strata):
         return None
     images = [np.empty((int(lab.sum()), pool.shape[1])) for lab in labels]
     inverse = [np.empty((int((~lab).sum()), pool.shape[1])) for lab in labels]
@@ -623,7 +620,7 @@ def _permutation_split_images(
         tgt = np.stack([np.flatnonzero(~lab[rows]) for lab in labels])
         if src.shape[1] < 2 or tgt.shape[1] < 2:
             return None
-        fwd, inv, good = split_refits(est[s], pool[rows], src, tgt, inverse=True)  # type: ignore[arg-type]
+        fwd, inv, good = split_refits(est[s], pool[rows], src, tgt, inverse=True)
         ok &= good
         for r, lab in enumerate(labels):
             # positions of this stratum's rows among the replicate's pseudo-source / -target

@@ -122,6 +122,8 @@ class _Penalty:
                 f"the fair metric was fitted on {metric.n_features_in_} features but the attack "
                 f"space has {d}"
             )
+        self.q: torch.Tensor | None
+        self.sigma: torch.Tensor | None
         if lr is not None:
             self.q = torch.as_tensor(lr[0], device=device, dtype=dtype)
             self.c = 1.0 - lr[1]
@@ -133,6 +135,7 @@ class _Penalty:
     def sigma_times(self, delta: torch.Tensor) -> torch.Tensor:
         if self.q is not None:
             return torch.addmm(delta, delta @ self.q, self.q.T, alpha=-self.c)
+        assert self.sigma is not None  # __init__ sets sigma exactly when q is None
         return delta @ self.sigma
 
     def sq(self, delta: torch.Tensor, s_delta: torch.Tensor | None = None) -> torch.Tensor:
@@ -281,7 +284,7 @@ def gradient_flow(
         yy = torch.as_tensor(yn[a:b], device=dev, dtype=dtype)
         delta = torch.zeros_like(x0)  # state: x = x0 + delta
         x = x0
-        if lo is not None:
+        if lo is not None and hi is not None:  # set together (box or simplex domain)
             dlo, dhi = lo - x0, hi - x0  # the box in displacement coordinates
         frozen = torch.zeros(b - a, dtype=torch.bool, device=dev)
         any_frozen = False

@@ -326,6 +326,9 @@ def fit_surrogate(
 
 
 class _Standardise(nn.Module):
+    mu: torch.Tensor  # buffers (registered in __init__)
+    sd: torch.Tensor
+
     def __init__(self, mu: torch.Tensor, sd: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("mu", mu)
@@ -339,6 +342,9 @@ class _Standardise(nn.Module):
 class LinearLogitModule(nn.Module):
     """z = x θ + b (binary logit); with ``intercept_multiplier=2`` the logit is xθ + 2b, the
     broadcasting quirk of Maity et al.'s simulation code (``individual.md`` §2.9)."""
+
+    coef: torch.Tensor  # buffers (registered in __init__)
+    intercept: torch.Tensor
 
     def __init__(self, coef: Any, intercept: Any, intercept_multiplier: float = 1.0) -> None:
         super().__init__()
@@ -392,6 +398,10 @@ class SoftMixtureModule(nn.Module):
     """P(y = 1 | x) = Σ_t w_t σ(x θ_t + b_t): a weighted mixture of logistic models (returns a
     probability; use ``output="probability"``)."""
 
+    coefs: torch.Tensor  # buffers (registered in __init__)
+    intercepts: torch.Tensor
+    weights: torch.Tensor
+
     def __init__(self, coefs: Any, intercepts: Any, weights: Any) -> None:
         super().__init__()
         w = np.asarray(weights, dtype=np.float64)
@@ -407,6 +417,7 @@ def sklearn_to_torch(estimator: Any) -> tuple[nn.Module, str, bool, str]:
     """(module, output, exact, description) for a fitted LogisticRegression / MLPClassifier /
     fairlearn ExponentiatedGradient over logistic models; raises ModelLoadError otherwise."""
     name = type(estimator).__name__
+    mod: nn.Module
     classes = getattr(estimator, "classes_", None)
     if classes is not None and len(classes) != 2:
         raise ModelLoadError(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -62,6 +62,21 @@ METHOD = "intersectional"
 TITLE = "Intersectional differential fairness (ε over all intersections)"
 #: Per-intersection arrays are kept in ``details`` up to this many intersections.
 DETAILS_MAX_INTERSECTIONS = 200
+
+
+class _Support(TypedDict):
+    """Keyword arguments of :func:`differential_fairness` on sparse intersections."""
+
+    min_support: int
+    exclude_sparse: bool
+    include_empty: bool
+
+
+class _Smoothing(TypedDict):
+    """The smoothing keyword arguments of the ε estimators."""
+
+    alpha: float
+    beta: float
 
 
 def intersection_codes(
@@ -182,12 +197,12 @@ def run_intersectional(
     }
     keeps = dict(groupings)
     other = "both" if cfg.outcomes == "positive" else "positive"
-    common = dict(
+    common = _Support(
         min_support=cfg.min_support,
         exclude_sparse=cfg.exclude_sparse,
         include_empty=cfg.include_empty,
     )
-    smooth = dict(alpha=cfg.smoothing_alpha, beta=cfg.smoothing_beta)
+    smooth = _Smoothing(alpha=cfg.smoothing_alpha, beta=cfg.smoothing_beta)
 
     # ---- point estimates (smoothed, both outcome modes, empirical) ----
     point: dict[tuple[str, str], DifferentialFairness] = {}
@@ -469,8 +484,10 @@ def _zero_groups(df: DifferentialFairness, names: list[str]) -> str:
         zero = rt.k <= 0
         if df.outcomes == "both":
             zero |= rt.k >= rt.d
-        zero = np.flatnonzero(rt.mask & zero)
-        out += [f"{names[s]} ({rt.rate} {rt.k[s]:g}/{rt.d[s]:g})" for s in zero[:5]]
+        out += [
+            f"{names[s]} ({rt.rate} {rt.k[s]:g}/{rt.d[s]:g})"
+            for s in np.flatnonzero(rt.mask & zero)[:5]
+        ]
     return ", ".join(out[:5]) or "n/a"
 
 

@@ -418,7 +418,6 @@ def differential_fairness(
                 f"denominator (statuses: {_status_counts(rt.status)}); at least {need} are needed"
             )
     excluded = {name: np.flatnonzero(~rt.mask).tolist() for name, rt in rates.items()}
-    common = dict(metric=metric, outcomes=outcomes, rates=rates, alpha=alpha, beta=beta)
     if metric == "elift":
         rt = rates["base_rate"]
         rbar = float(overall_rate(rt.k, rt.d))
@@ -430,7 +429,11 @@ def differential_fairness(
             component="base_rate",
             overall=rbar,
             excluded=excluded,
-            **common,
+            metric=metric,
+            outcomes=outcomes,
+            rates=rates,
+            alpha=alpha,
+            beta=beta,
         )
     best = None
     for name, rt in rates.items():
@@ -439,7 +442,16 @@ def differential_fairness(
             best = (float(eps), (int(hi), int(lo)), _side(side), name)
     assert best is not None
     return DifferentialFairness(
-        epsilon=best[0], pair=best[1], side=best[2], component=best[3], excluded=excluded, **common
+        epsilon=best[0],
+        pair=best[1],
+        side=best[2],
+        component=best[3],
+        excluded=excluded,
+        metric=metric,
+        outcomes=outcomes,
+        rates=rates,
+        alpha=alpha,
+        beta=beta,
     )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -49,6 +49,33 @@ VARIANT_TITLES = {
 }
 #: Per-intersection rows are kept in ``details`` up to this many intersections.
 DETAILS_MAX_INTERSECTIONS = 200
+
+
+class _RuleOptions(TypedDict):
+    """The keyword arguments of :func:`evaluate_rule` that come from the config."""
+
+    metrics: list[str]
+    outcomes: str
+    alpha: float
+    beta: float
+    cost_fp: float
+    cost_fn: float
+    min_support: int
+    exclude_sparse: bool
+    target: float | None
+    n_draws: int
+    n_realised: int
+    confidence_level: float
+
+
+class _CompareOptions(TypedDict):
+    """The keyword arguments of :func:`compare_row` that come from the config."""
+
+    cost_fp: float
+    cost_fn: float
+    alpha: float
+    beta: float
+    outcomes: str
 
 
 def encode_intersections(
@@ -119,7 +146,7 @@ def run_mitigation(
     def rows(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         return groups[idx], y[idx], score[idx], None if weights is None else weights[idx]
 
-    common = dict(
+    common = _RuleOptions(
         metrics=list(cfg.constraints),
         outcomes=cfg.outcomes,
         alpha=cfg.smoothing_alpha,
@@ -395,7 +422,7 @@ def _fairlearn_comparison(
     lv = levels[j]
     labels = np.asarray(lv, dtype=object)[codes]
     metrics = list(cfg.constraints)
-    kw = dict(
+    kw = _CompareOptions(
         cost_fp=cfg.cost_fp,
         cost_fn=cfg.cost_fn,
         alpha=cfg.smoothing_alpha,

@@ -98,7 +98,7 @@ def threshold_sweep(
         i = int(np.argmin(total))
         if total[i] < best_total:
             best_total, best_combo, best_idx = float(total[i]), combo[i], idx[i]
-    if best_idx is None:
+    if best_idx is None or best_combo is None:  # set together: no feasible combination
         return ThresholdSearch(None, math.inf, exact, grid.shape[0], {})
     return ThresholdSearch(
         best_idx,

@@ -178,9 +178,14 @@ def joint_family(
     _check_choice("alternative", alternative, ALTERNATIVES)
     _check_choice("scheme", scheme, SCHEMES)
     n = ya.size
-    members = list(range(g)) if groups is None else sorted({int(k) for k in groups})
-    if any(not 0 <= k < g for k in members):
-        raise DataContractError(f"groups must be codes in [0, n_groups={g}), got {list(groups)}")
+    if groups is None:
+        members = list(range(g))
+    else:
+        members = sorted({int(k) for k in groups})
+        if any(not 0 <= k < g for k in members):
+            raise DataContractError(
+                f"groups must be codes in [0, n_groups={g}), got {list(groups)}"
+            )
     # every row is permuted; only pairs of the listed groups are columns of the family
     pairs = tuple((a, b) for i, a in enumerate(members) for b in members[i + 1 :])
     labels = tuple((name, a, b) for name in names for a, b in pairs)

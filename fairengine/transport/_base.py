@@ -144,7 +144,7 @@ class TransportMap(BaseEstimator):
         arr, _ = as_points("x", x, self.n_features_in_)
         return self._unza(self._transform(self._za(arr)))
 
-    def fit_transform(self, source: Any, target: Any) -> np.ndarray:  # type: ignore[override]
+    def fit_transform(self, source: Any, target: Any) -> np.ndarray:
         """Fit, then the images of the fitted source points (in-sample map)."""
         return self.fit(source, target).transform(source)
 

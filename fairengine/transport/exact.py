@@ -99,7 +99,7 @@ class ExactOTMap(TransportMap):
         self.images_ = (plan @ zt) * n
         self.matching_ = plan.argmax(axis=1) if n == m else None
 
-    def fit_transform(self, source, target) -> np.ndarray:  # type: ignore[override]
+    def fit_transform(self, source, target) -> np.ndarray:
         """Fit, then the in-sample images: the matched target points (a bijection when the
         samples have equal sizes), in original units."""
         self.fit(source, target)

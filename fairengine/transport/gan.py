@@ -42,8 +42,10 @@ class _Generator(nn.Module):
         self.net = _mlp(d, d, width)
         self.residual = residual
         if residual:
-            nn.init.zeros_(self.net[-1].weight)
-            nn.init.zeros_(self.net[-1].bias)
+            last = self.net[-1]
+            assert isinstance(last, nn.Linear)  # _mlp ends with a Linear layer
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.net(x)

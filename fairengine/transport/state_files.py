@@ -79,7 +79,9 @@ def write_state(state: dict[str, Any], path: str | Path) -> Path:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "xb") as fh:
-            np.savez(fh, **{_STATE_MEMBER: header}, **arrays)
+            # two mappings (not one merged dict): a clash of names stays a TypeError
+            header_member: dict[str, Any] = {_STATE_MEMBER: header}
+            np.savez(fh, **header_member, **arrays)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
