@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from full_audit_adult import ADULT, adult_table  # noqa: E402
+from full_audit_adult import ADULT, adult_dataset  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +47,6 @@ def main() -> None:
     import torch
 
     from fairengine.audit import finalize_audit
-    from fairengine.dataset import AuditDataset
     from fairengine.decisions import Resamplers
     from fairengine.fliptest import FlipTestConfig, run_fliptest
     from fairengine.fliptest.resampler import FlipTestResampler
@@ -59,21 +58,9 @@ def main() -> None:
     from fairengine.parity import group_parity
     from fairengine.permutation import PermutationConfig, run_permutation_tests
     from fairengine.permutation.method import PermutationResampler
-    from fairengine.roles import ColumnRoles
 
     t0 = time.perf_counter()
-    table, features, model, _ = adult_table(args.adult)
-    table["score"] = model.predict_proba(table[features])[:, 1]
-    ds = AuditDataset.from_frame(
-        table,
-        ColumnRoles(
-            label="income_gt_50k",
-            protected=("sex", "race"),
-            score="score",
-            features=tuple(features),
-        ),
-        threshold=0.5,
-    )
+    ds, table, features, model = adult_dataset(args.adult)
     setup = time.perf_counter() - t0
 
     def predict_proba(frame):  # the flow's pyfunc wrapper: P(y = 1) from the feature frame

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from full_audit_adult import ADULT, adult_table  # noqa: E402
+from full_audit_adult import ADULT, adult_dataset  # noqa: E402
 
 
 def main() -> None:
@@ -49,18 +49,7 @@ def main() -> None:
     from fairengine.roles import ColumnRoles
 
     cases = []
-    table, features, model, _ = adult_table(args.adult)
-    table["score"] = model.predict_proba(table[features])[:, 1]
-    adult = AuditDataset.from_frame(
-        table,
-        ColumnRoles(
-            label="income_gt_50k",
-            protected=("sex", "race"),
-            score="score",
-            features=tuple(features),
-        ),
-        threshold=0.5,
-    )
+    adult, _table, features, model = adult_dataset(args.adult)
     cases.append(("Adult, sex", adult, lambda f: model.predict_proba(f[features]), "sex"))
     data = make_lipton_hiring(seed=0)
     roles = data.roles

@@ -108,6 +108,28 @@ def adult_table(adult_dir: Path = ADULT) -> tuple[Any, list[str], Any, Any]:
     return table, features, model, train
 
 
+def adult_dataset(adult_dir: Path = ADULT) -> tuple[Any, Any, list[str], Any]:
+    """The Adult audit table as an :class:`~fairengine.dataset.AuditDataset` scored by the
+    logistic regression (threshold 0.5; ``sex`` and ``race`` protected), the table, the
+    model's feature columns and the model."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    table, features, model, _ = adult_table(adult_dir)
+    table["score"] = model.predict_proba(table[features])[:, 1]
+    ds = AuditDataset.from_frame(
+        table,
+        ColumnRoles(
+            label="income_gt_50k",
+            protected=("sex", "race"),
+            score="score",
+            features=tuple(features),
+        ),
+        threshold=0.5,
+    )
+    return ds, table, features, model
+
+
 def prepare_adult(home: Path, rows: str = "all", seed: int = 0) -> PreparedAdult:
     """Write the numeric Adult audit table and register the logistic-regression model."""
     import mlflow

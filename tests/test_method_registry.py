@@ -12,31 +12,19 @@ from pathlib import Path
 
 import pytest
 from plugins import toy_gap
-from test_flow import config_for, run_ids, scored_frame
+from test_flow import (  # noqa: F401  (the embedded Prefect server and MLflow client fixtures)
+    client,
+    config_for,
+    prefect_server,
+    run_ids,
+    scored_frame,
+)
 
 from fairengine.config import AuditConfig, MethodsConfig
 from fairengine.errors import ConfigError
 from fairengine.registry import BUILT_IN, METHODS, MethodSpec, method_spec, register, unregister
 
 pytestmark = pytest.mark.flow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def prefect_server():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
-
-
-@pytest.fixture(scope="module")
-def client(session_tmp: Path):
-    from mlflow import MlflowClient
-
-    from tasks.settings import default_tracking_uri
-
-    uri = default_tracking_uri()
-    return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
 @pytest.fixture
@@ -95,7 +83,9 @@ def test_a_registered_method_is_configured_like_a_built_in_one(toy) -> None:
 
 
 def test_a_toy_method_runs_through_the_flow_into_json_mlflow_and_report(
-    toy, tmp_path: Path, client
+    toy,
+    tmp_path: Path,
+    client,  # noqa: F811  (the fixture imported from test_flow)
 ) -> None:
     from flows.audit import audit_flow
 

@@ -13,7 +13,7 @@ whether the mitigated rule meets the target (one-sided upper bound ≤ ε, and t
 (:func:`fairengine.mitigation.registration.registration_decision`).
 
 ``details["postprocessor"]`` holds the deployed rule as plain data (attributes, levels, bins,
-thresholds, p, q), from which :mod:`tasks.mitigation` builds the MLflow pyfunc model.
+thresholds, p, q), from which :mod:`tasks.mitigated_model` builds the MLflow pyfunc model.
 """
 
 from __future__ import annotations
