@@ -26,6 +26,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
 from fairengine.errors import ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
+from fairengine.intersectional.resampler import IntersectionalResampler
 from fairengine.permutation.method import PermutationResampler
 from fairengine.results import AuditResult, MethodResult
 from fairengine.work_bounds import check_work_bounds
@@ -227,17 +228,22 @@ def decision_resampler(
     model: Any,
     model_info: dict[str, Any],
 ) -> Resampler:
-    """What draws more resamples where a decision is open: the permutation tests' permutations
-    and FlipTest's null refits, kept in the audit's cache (``<cache dir>/draws``) when caching
-    is on, so that a re-run from the cache does not draw them again."""
+    """What draws more resamples where a decision is open: the permutation tests' permutations,
+    FlipTest's null refits and the intersectional target tests' draws, kept in the audit's
+    cache (``<cache dir>/draws``) when caching is on, so that a re-run from the cache does not
+    draw them again."""
+    result = {m.method: m for m in methods}  # every registered method has a result
     resampler = Resamplers(
         PermutationResampler(dataset, cfg.methods.permutation_tests, seed=cfg.seed),
         FlipTestResampler(
             dataset,
             cfg.methods.fliptest,
-            next(m for m in methods if m.method == "fliptest"),  # every step has a result
+            result["fliptest"],
             predict_proba=None if model is None else model.get("predict_proba"),
             seed=cfg.seed,
+        ),
+        IntersectionalResampler(
+            dataset, cfg.methods.intersectional, result["intersectional"], seed=cfg.seed
         ),
     )
     root = cache_root(cfg)
@@ -246,6 +252,7 @@ def decision_resampler(
     settings = {
         "permutation_tests": cfg.methods.permutation_tests,
         "fliptest": cfg.methods.fliptest,
+        "intersectional": cfg.methods.intersectional,
     }
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 import numpy as np
@@ -165,19 +166,25 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
-def run_intersectional(
-    dataset: AuditDataset, config: IntersectionalConfig | None = None, *, seed: int = 0
-) -> MethodResult:
-    """Audit ε-differential fairness over all intersections (see the module docstring).
+@dataclasses.dataclass(frozen=True)
+class AuditSetup:
+    """What every estimate of one intersectional run is computed over: the cell table, the
+    metrics that can run, the groupings (the full intersection, then each attribute's
+    marginal when ``marginals``) with their tables and kept axes, and the estimators' support
+    and smoothing settings."""
 
-    Parameters
-    ----------
-    dataset : the audit dataset; model metrics need scores (else only elift/slift are run).
-    config : :class:`IntersectionalConfig` (defaults when ``None``).
-    seed : seed of the bootstrap and posterior draws.
-    """
-    start = time.perf_counter()
-    cfg = IntersectionalConfig() if config is None else config
+    table: IntersectionTable
+    metrics: list[str]
+    warnings: list[str]
+    groupings: list[tuple[str, list[int]]]
+    tables: dict[str, IntersectionTable]
+    keeps: dict[str, list[int]]
+    common: _Support
+    smooth: _Smoothing
+
+
+def audit_setup(dataset: AuditDataset, cfg: IntersectionalConfig) -> AuditSetup:
+    """The :class:`AuditSetup` of ``dataset`` under ``cfg`` (deterministic)."""
     table = intersection_table(dataset, cfg)
     warnings: list[str] = []
     metrics = [m for m in cfg.metrics if m in DATA_METRICS or table.has_predictions]
@@ -196,13 +203,48 @@ def run_intersectional(
         for g, keep in groupings
     }
     keeps = dict(groupings)
-    other = "both" if cfg.outcomes == "positive" else "positive"
     common = _Support(
         min_support=cfg.min_support,
         exclude_sparse=cfg.exclude_sparse,
         include_empty=cfg.include_empty,
     )
     smooth = _Smoothing(alpha=cfg.smoothing_alpha, beta=cfg.smoothing_beta)
+    return AuditSetup(table, metrics, warnings, groupings, tables, keeps, common, smooth)
+
+
+def epsilon_statistic(
+    setup: AuditSetup, cfg: IntersectionalConfig, grouping: str, metric: str, masks: Any
+) -> Callable[[np.ndarray], np.ndarray]:
+    """ε of ``metric`` over ``grouping`` as a function of resampled full-table counts
+    ``(b, K, 2, 2) -> (b,)`` (the bootstrap's statistic), on the point estimate's ``masks``."""
+    keep = setup.keeps[grouping]
+
+    def f(c: np.ndarray) -> np.ndarray:
+        cc = collapse_counts(c, setup.table.shape, keep) if keep else c
+        return epsilon_from_counts(cc, metric, masks, outcomes=cfg.outcomes, **setup.smooth)
+
+    return f
+
+
+def run_intersectional(
+    dataset: AuditDataset, config: IntersectionalConfig | None = None, *, seed: int = 0
+) -> MethodResult:
+    """Audit ε-differential fairness over all intersections (see the module docstring).
+
+    Parameters
+    ----------
+    dataset : the audit dataset; model metrics need scores (else only elift/slift are run).
+    config : :class:`IntersectionalConfig` (defaults when ``None``).
+    seed : seed of the bootstrap and posterior draws.
+    """
+    start = time.perf_counter()
+    cfg = IntersectionalConfig() if config is None else config
+    setup = audit_setup(dataset, cfg)
+    table, metrics, groupings = setup.table, setup.metrics, setup.groupings
+    tables, common, smooth = setup.tables, setup.common, setup.smooth
+    attrs = list(table.attributes)
+    warnings = list(setup.warnings)
+    other = "both" if cfg.outcomes == "positive" else "positive"
 
     # ---- point estimates (smoothed, both outcome modes, empirical) ----
     point: dict[tuple[str, str], DifferentialFairness] = {}
@@ -233,16 +275,9 @@ def run_intersectional(
     boot_rng, bayes_rng = np.random.default_rng(seqs[0]), np.random.default_rng(seqs[1])
     scheme = resolve_scheme(table, cfg.bootstrap_scheme)
 
-    def stat(g: str, m: str):
-        keep, masks = keeps[g], point[(g, m)].masks
-
-        def f(c: np.ndarray) -> np.ndarray:
-            cc = collapse_counts(c, table.shape, keep) if keep else c
-            return epsilon_from_counts(cc, m, masks, outcomes=cfg.outcomes, **smooth)
-
-        return f
-
-    statistics = {f"{g}|{m}": stat(g, m) for (g, m) in point}
+    statistics = {
+        f"{g}|{m}": epsilon_statistic(setup, cfg, g, m, point[(g, m)].masks) for (g, m) in point
+    }
     g0 = groupings[0][0]
     amplify = (g0, "sp") in point and (g0, "slift") in point
     if amplify:
