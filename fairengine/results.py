@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fairengine.errors import FairEngineError
 from fairengine.finding_keys import FindingKeyError, flat_names
 
 Decision = Literal["reject", "fail_to_reject", "undetermined", "supporting", "not_tested"]
@@ -393,6 +394,16 @@ class DecisionRecord:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
+AUDIT_SCHEMA = "fairengine.audit/1"
+"""The format of ``audit.json`` this version writes."""
+AUDIT_SCHEMAS = ("fairengine.audit/0", AUDIT_SCHEMA)
+"""The formats it reads (0: files from before the format was named; same fields)."""
+
+
+class AuditFormatError(FairEngineError):
+    """An ``audit.json`` in a format this version does not read."""
+
+
 @dataclass
 class AuditResult:
     """Everything one audit produced: config, data/model identity, validation, methods, verdict."""
@@ -425,7 +436,7 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": "fairengine.audit/1",
+            "schema": AUDIT_SCHEMA,
             "audit_id": self.audit_id,
             "created_at": self.created_at,
             "config": to_jsonable(self.config),
@@ -446,6 +457,15 @@ class AuditResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AuditResult:
+        """Read an ``audit.json`` dictionary. Files written before the format was named (no
+        ``schema``) read as format 0, which has the same fields; a format this version does
+        not know is an :class:`AuditFormatError` naming it and the formats it reads."""
+        schema = d.get("schema", "fairengine.audit/0")
+        if schema not in AUDIT_SCHEMAS:
+            raise AuditFormatError(
+                f"audit result format {schema!r} is not one this FairEngine reads "
+                f"({list(AUDIT_SCHEMAS)}); it was written by another version"
+            )
         return cls(
             audit_id=d["audit_id"],
             created_at=d["created_at"],

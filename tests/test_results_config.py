@@ -179,3 +179,29 @@ def test_finalize_audit_leaves_the_method_results_unchanged_so_it_can_be_rerun()
     for f in second.values():
         assert f.reading.count("α=") == (0 if f.decision == "supporting" else 1), f.reading
     assert [m.findings[0].decision for m in methods] == ["not_tested", "not_tested"]
+
+
+def test_audit_json_names_its_format_and_older_or_unknown_formats_are_handled() -> None:
+    """audit.json carries ``schema``; a file from before the format was named (no ``schema``)
+    still loads; a format this version does not know is a clear error naming it."""
+    from fairengine.results import AUDIT_SCHEMA, AuditFormatError, AuditResult, Verdict
+
+    result = AuditResult(
+        audit_id="a1",
+        created_at="2026-11-26T00:00:00+00:00",
+        config={},
+        dataset={},
+        model={},
+        validation=None,
+        methods=[],
+        alpha=0.05,
+        multiplicity="maxt",
+        verdict=Verdict("pass", "no test rejects"),
+    )
+    d = result.to_dict()
+    assert d["schema"] == AUDIT_SCHEMA
+    assert AuditResult.from_dict(d).to_dict() == d
+    older = {k: v for k, v in d.items() if k != "schema"}
+    assert AuditResult.from_dict(older).audit_id == "a1"
+    with pytest.raises(AuditFormatError, match=r"'fairengine\.audit/9'.*fairengine\.audit/1"):
+        AuditResult.from_dict({**d, "schema": "fairengine.audit/9"})
