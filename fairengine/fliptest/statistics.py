@@ -472,15 +472,21 @@ def permutation_rates(
         return rates, reverse
     step = 4 if reverse is not None else 2
     fwd = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step < 2], source)
-    for r in range(n):
-        p, q = flipset_masks(fwd[2 * r], fwd[2 * r + 1])
-        rates[r] = p.mean(), q.mean()
+    rates = _flip_rates(fwd)
     if reverse is not None:
         rev = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step >= 2], target)
-        for r in range(n):
-            p, q = flipset_masks(rev[2 * r], rev[2 * r + 1])
-            reverse[r] = p.mean(), q.mean()
+        reverse = _flip_rates(rev)
     return rates, reverse
+
+
+def _flip_rates(decisions: list[np.ndarray]) -> np.ndarray:
+    """Flip rates (R x 2: F+, F−) from the model's decisions on consecutive pairs (points,
+    their images) of R replicates."""
+    out = np.empty((len(decisions) // 2, 2))
+    for r in range(len(out)):
+        p, q = flipset_masks(decisions[2 * r], decisions[2 * r + 1])
+        out[r] = p.mean(), q.mean()
+    return out
 
 
 def _bootstrap_images(
