@@ -16,8 +16,8 @@ Measured on that result, in one process:
   (:meth:`AuditResult.to_json`) and the same render with the plot functions replaced by a fixed
   tiny SVG (the template and formatting alone), so the plots' share is explicit;
 * optionally (``--compare-plots FILE``) the same render with the figure functions of another
-  version of ``tasks/report_plots.py``, e.g. the one before this benchmark's optimisation:
-  ``git show 3f4fb0f:tasks/report_plots.py > /tmp/report_plots_before.py``;
+  version of ``tasks/report/plots.py``, e.g. the one before this benchmark's optimisation:
+  ``git show 3f4fb0f:tasks/report/plots.py > /tmp/report_plots_before.py``;
 * the HTML size, the SVG share of it and the number of figures.
 
 Run: ``.venv/bin/python benchmarks/report_render.py`` (writes
@@ -171,7 +171,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--audit-json", help="reuse an audit result saved with --write-json")
     parser.add_argument("--write-json", help="save the built audit result here")
-    parser.add_argument("--compare-plots", help="another tasks/report_plots.py to time too")
+    parser.add_argument("--compare-plots", help="another tasks/report/plots.py to time too")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "report_render.md"))
     args = parser.parse_args()
 

@@ -13,6 +13,9 @@ A method is a :class:`MethodSpec`:
   ``"model"`` (the underlying estimator or torch module, e.g. the gradient-flow attack). A
   method that needs the model is ``not_run`` with the reason when the scores come from a data
   column;
+* ``details``: the frozen dataclass of its result's details (a :class:`MethodDetails`
+  subclass; :class:`NoDetails` for a method whose findings say everything): what its report
+  view draws, read back from ``audit.json`` as that type;
 * ``run(dataset, config, context) -> MethodResult``: the computation, pure except for
   ``context.store`` (a folder the method may keep reusable artifacts in across runs, e.g.
   FlipTest's fitted maps; ``None`` when the audit's cache is off);
@@ -43,7 +46,7 @@ from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
 from fairengine.permutation.config import PermutationConfig
-from fairengine.results import MethodResult
+from fairengine.results import MethodDetails, MethodResult, UnknownDetails, register_details
 
 ModelNeed = Literal["none", "predict_proba", "model"]
 MODEL_NEEDS: tuple[ModelNeed, ...] = ("none", "predict_proba", "model")
@@ -70,6 +73,7 @@ class MethodSpec:
     run: Callable[[AuditDataset, Any, RunContext], MethodResult]
     needs: ModelNeed = "none"
     summary: Callable[[MethodResult, Any], str] | None = None
+    details: type[MethodDetails] = UnknownDetails
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):
@@ -84,6 +88,12 @@ class MethodSpec:
                 f"method {self.name!r}: needs must be one of {list(MODEL_NEEDS)}, "
                 f"got {self.needs!r}"
             )
+        if not (isinstance(self.details, type) and issubclass(self.details, MethodDetails)):
+            raise ValueError(
+                f"method {self.name!r}: details must be a MethodDetails subclass, "
+                f"got {self.details!r}"
+            )
+        register_details(self.name, self.details)
 
 
 # --- the built-in methods' run functions and log lines ----------------------------------------
@@ -167,7 +177,7 @@ def _run_fliptest(
 ) -> MethodResult:
     """FlipTest with its fitted maps kept in ``context.store`` (reused by a later run whose
     step is not cached as a whole), else in a fresh temporary folder (saved for the run's
-    artifacts, never reused); ``details["artifacts"]`` lists them."""
+    artifacts, never reused); the result's ``artifacts`` list them."""
     import tempfile
 
     from fairengine.fliptest import run_fliptest
@@ -182,8 +192,8 @@ def _run_fliptest(
         dataset, config, seed=context.seed, predict_proba=context.model, map_cache=cache
     )
     if result.status == "ok":
-        result.details["artifacts"] = map_artifacts(result)
-        result.details["map_cache"] = {
+        result.artifacts = map_artifacts(result)
+        result.details.data["map_cache"] = {
             "folder": None if cache is None else str(cache.directory),
             "reused_across_runs": context.store is not None,
             "loaded": 0 if cache is None else cache.hits,

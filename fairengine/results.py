@@ -16,12 +16,13 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from fairengine.errors import FairEngineError
 from fairengine.finding_keys import FindingKeyError, flat_names
+from fairengine.result_codec import JSONValue, ResultFormatError, decode, encode
 
 Decision = Literal["reject", "fail_to_reject", "undetermined", "supporting", "not_tested"]
 """``reject``/``fail_to_reject``: the audit's decision on the adjusted p-value; ``undetermined``:
@@ -245,14 +246,84 @@ class Finding:
         )
 
 
+@dataclass(frozen=True)
+class MethodDetails:
+    """Base of every method's typed details: what its report view draws (per-group tables,
+    null distributions, flipsets...), beyond its :class:`Finding` list.
+
+    A method declares its own frozen dataclass (nested frozen dataclasses for its tables) and
+    names it in its :class:`~fairengine.registry.MethodSpec`; :meth:`to_dict` and
+    :meth:`from_dict` are the lossless JSON round trip of :mod:`fairengine.result_codec`.
+    """
+
+    _custom_json: ClassVar[bool] = False
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out = encode(self)
+        assert isinstance(out, dict)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSONValue]) -> MethodDetails:
+        result: MethodDetails = decode(cls, d, "details")
+        return result
+
+
+@dataclass(frozen=True)
+class NoDetails(MethodDetails):
+    """The details of a method that failed or did not run (nothing to draw)."""
+
+
+@dataclass(frozen=True)
+class UnknownDetails(MethodDetails):
+    """Details kept verbatim because no type reads them: a method registered outside this
+    package and not imported by the reading process, or an ``audit.json`` of an older format
+    whose details do not match today's type (``note`` says which). The report shows them as
+    JSON; writing them back gives the same JSON."""
+
+    data: dict[str, JSONValue]
+    note: str = ""
+    _custom_json: ClassVar[bool] = True
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return dict(self.data)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSONValue]) -> UnknownDetails:
+        return cls(data=dict(d))
+
+
+_DETAIL_TYPES: dict[str, type[MethodDetails]] = {}
+
+
+def register_details(method: str, details: type[MethodDetails]) -> None:
+    """Read the details of results of ``method`` as ``details`` (done by
+    :class:`~fairengine.registry.MethodSpec` for every registered method)."""
+    _DETAIL_TYPES[method] = details
+
+
+def details_type(method: str) -> type[MethodDetails] | None:
+    """The details type registered for ``method`` (None: read as :class:`UnknownDetails`)."""
+    return _DETAIL_TYPES.get(method)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a method produced for the MLflow run (``path`` on this machine), logged as
+    ``artifacts/<method>/<name>``."""
+
+    path: str
+    name: str
+
+
 @dataclass
 class MethodResult:
     """The result of one audit method (e.g. ``group_parity``).
 
-    ``details`` holds whatever the report plots (per-group rates, distributions); it must be made
-    of JSON-compatible values (numpy values are converted by :meth:`to_dict`).
-    ``status`` is ``failed`` (with ``reason``) when an optional step failed, ``not_run`` when the
-    method was not requested or not applicable (with ``reason``).
+    ``details`` is the method's typed details (:class:`MethodDetails`; :class:`NoDetails` when
+    it did not run). ``status`` is ``failed`` (with ``reason``) when an optional step failed,
+    ``not_run`` when the method was not requested or not applicable (with ``reason``).
+    ``findings`` are filled in place by the audit's decision step (adjusted p-values).
     """
 
     method: str
@@ -260,10 +331,15 @@ class MethodResult:
     status: MethodStatus = "ok"
     parameters: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
+    details: MethodDetails = field(default_factory=NoDetails)
     reason: str | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: float | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.details, dict):  # transitional: methods not yet typed
+            self.details = UnknownDetails(data=to_jsonable(self.details), note="untyped")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -272,24 +348,44 @@ class MethodResult:
             "status": self.status,
             "parameters": to_jsonable(self.parameters),
             "findings": [f.to_dict() for f in self.findings],
-            "details": to_jsonable(self.details),
+            "details": self.details.to_dict(),
             "reason": self.reason,
             "warnings": list(self.warnings),
             "seconds": self.seconds,
+            "artifacts": [{"path": a.path, "name": a.name} for a in self.artifacts],
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MethodResult:
+    def from_dict(cls, d: dict[str, Any], *, strict: bool = True) -> MethodResult:
+        """Read one method's JSON. Its details are read as the type registered for the method;
+        one that does not match raises :class:`ResultFormatError` (``strict``, the current
+        format) or is kept as :class:`UnknownDetails` with the reason (older formats)."""
+        name = d["method"]
+        raw = d.get("details") or {}
+        details: MethodDetails
+        kind = details_type(name)
+        if not raw and d.get("status", "ok") != "ok":
+            details = NoDetails()
+        elif kind is None:
+            details = UnknownDetails(data=raw, note=f"no details type registered for {name!r}")
+        else:
+            try:
+                details = kind.from_dict(raw)
+            except ResultFormatError as exc:
+                if strict:
+                    raise ResultFormatError(f"method {name!r}: {exc}") from exc
+                details = UnknownDetails(data=raw, note=f"older format: {exc}")
         return cls(
-            method=d["method"],
-            title=d.get("title", d["method"]),
+            method=name,
+            title=d.get("title", name),
             status=d.get("status", "ok"),
             parameters=d.get("parameters", {}),
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
-            details=d.get("details", {}),
+            details=details,
             reason=d.get("reason"),
             warnings=list(d.get("warnings", [])),
             seconds=d.get("seconds"),
+            artifacts=[Artifact(str(a["path"]), str(a["name"])) for a in d.get("artifacts", [])],
         )
 
 
@@ -394,10 +490,14 @@ class DecisionRecord:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-AUDIT_SCHEMA = "fairengine.audit/1"
-"""The format of ``audit.json`` this version writes."""
-AUDIT_SCHEMAS = ("fairengine.audit/0", AUDIT_SCHEMA)
-"""The formats it reads (0: files from before the format was named; same fields)."""
+AUDIT_SCHEMA = "fairengine.audit/2"
+"""The format of ``audit.json`` this version writes (2: typed method details, artifacts listed
+per method)."""
+AUDIT_SCHEMAS = ("fairengine.audit/0", "fairengine.audit/1", AUDIT_SCHEMA)
+"""The formats it reads. 0 (files from before the format was named) and 1 have the same
+fields; their method details are read as today's types where they match and kept verbatim
+(:class:`UnknownDetails`) where they do not, so their findings and verdicts still feed the
+report's trend section."""
 
 
 class AuditFormatError(FairEngineError):
@@ -473,7 +573,10 @@ class AuditResult:
             dataset=d.get("dataset", {}),
             model=d.get("model", {}),
             validation=ValidationResult.from_dict(d["validation"]) if d.get("validation") else None,
-            methods=[MethodResult.from_dict(m) for m in d.get("methods", [])],
+            methods=[
+                MethodResult.from_dict(m, strict=schema == AUDIT_SCHEMA)
+                for m in d.get("methods", [])
+            ],
             alpha=float(d["alpha"]),
             multiplicity=d.get("multiplicity", "holm"),
             verdict=Verdict.from_dict(d["verdict"]),

@@ -68,9 +68,9 @@ def _warn(message: str, *args: Any) -> None:
     logger.warning(message, *args)
 
 
-def _artifact_name(entry: dict[str, Any], source: Path) -> str | None:
-    """The artifact's relative name (``entry["name"]`` or the file's name); ``None`` if unsafe."""
-    name = str(entry.get("name") or source.name)
+def _artifact_name(name: str, source: Path) -> str | None:
+    """The artifact's relative name (``name`` or the file's name); ``None`` if unsafe."""
+    name = name or source.name
     parts = PurePosixPath(name.replace("\\", "/")).parts
     if not parts or PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
         return None
@@ -78,33 +78,26 @@ def _artifact_name(entry: dict[str, Any], source: Path) -> str | None:
 
 
 def stage_method_artifacts(methods: list[MethodResult], staging: Path) -> dict[str, list[str]]:
-    """Copy each method's ``details["artifacts"]`` files to ``staging/<method>/<name>``.
+    """Copy each method's :attr:`~fairengine.results.MethodResult.artifacts` to
+    ``staging/<method>/<name>``.
 
-    ``details["artifacts"]`` is a list of ``{"path": <local file>, "name": <artifact file
-    name>}``. An entry that is malformed, names a missing file or an unsafe name (absolute or
-    with ``..``) is skipped with a warning: a lost artifact must not lose the audit record.
-    Returns the staged names per method.
+    An artifact that names a missing file or an unsafe name (absolute or with ``..``) is skipped
+    with a warning: a lost artifact must not lose the audit record. Returns the staged names
+    per method.
     """
     staged: dict[str, list[str]] = {}
     for method in methods:
-        entries = (method.details or {}).get("artifacts") or []
-        if not isinstance(entries, list):
-            _warn("%s: details['artifacts'] is not a list; no artifact logged", method.method)
-            continue
-        for entry in entries:
-            if not isinstance(entry, dict) or not entry.get("path"):
-                _warn("%s: artifact entry %r has no 'path'; skipped", method.method, entry)
-                continue
-            source = Path(str(entry["path"])).expanduser()
+        for artifact in method.artifacts:
+            source = Path(artifact.path).expanduser()
             if not source.is_file():
                 _warn("%s: artifact file %s does not exist; skipped", method.method, source)
                 continue
-            name = _artifact_name(entry, source)
+            name = _artifact_name(artifact.name, source)
             if name is None:
                 _warn(
                     "%s: artifact name %r must be a relative path without '..'; skipped",
                     method.method,
-                    entry.get("name"),
+                    artifact.name,
                 )
                 continue
             target = staging / method.method / name

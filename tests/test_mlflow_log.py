@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fairengine.audit import finalize_audit
-from fairengine.results import MethodResult
+from fairengine.results import Artifact, MethodResult
 from tasks.mlflow_log import TAGS, log_audit, stage_method_artifacts
 
 
@@ -37,7 +37,7 @@ def test_tag_names_are_the_fairness_namespace_the_issue_asks_for() -> None:
 
 def fake_result(tmp_path: Path):
     """A fake method that wrote two files (one renamed, one in a subfolder), listed a missing
-    one, an unsafe name and a malformed entry; a second method lists nothing."""
+    one and an unsafe name; a second method lists nothing."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     fitted = tmp_path / "map_f_to_m.npz"
     fitted.write_bytes(b"\x00fitted-map\x01" * 10)
@@ -48,15 +48,12 @@ def fake_result(tmp_path: Path):
     fake = MethodResult(
         "fliptest",
         "FlipTest",
-        details={
-            "artifacts": [
-                {"path": str(fitted), "name": "maps/female_to_male.npz"},
-                {"path": str(notes)},  # no name: the file's own name
-                {"path": str(tmp_path / "gone.npz"), "name": "gone.npz"},
-                {"path": str(escape), "name": "../escape.txt"},
-                {"name": "no-path.bin"},
-            ]
-        },
+        artifacts=[
+            Artifact(str(fitted), "maps/female_to_male.npz"),
+            Artifact(str(notes), ""),  # no name: the file's own name
+            Artifact(str(tmp_path / "gone.npz"), "gone.npz"),
+            Artifact(str(escape), "../escape.txt"),
+        ],
     )
     plain = MethodResult("group_parity", "Parity")
     result = finalize_audit(
@@ -90,8 +87,7 @@ def test_method_artifacts_are_logged_under_artifacts_method_and_bad_entries_warn
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("gone.npz" in w and "does not exist" in w for w in warnings)
     assert any("../escape.txt" in w for w in warnings)
-    assert any("no 'path'" in w for w in warnings)
-    assert len(warnings) == 3
+    assert len(warnings) == 2
 
 
 def test_staging_copies_exactly_the_listed_files(tmp_path: Path) -> None:

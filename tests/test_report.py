@@ -35,7 +35,7 @@ from tasks.report import (
     report_context,
     write_report,
 )
-from tasks.report_plots import (
+from tasks.report.plots import (
     SVG_SIZE_BUDGET,
     curve_svg,
     group_rates_svg,
@@ -922,18 +922,17 @@ def test_a_view_that_raises_fails_under_test_and_shows_an_error_block_in_product
     report. Without it (production) the report is still written, with a visible error block
     naming the error, the method's raw details, and an error in the log."""
     import tasks.report as report
+    from fairengine.results import MethodResult, UnknownDetails
 
-    def broken(method):
+    def broken(result):
         raise KeyError("renamed_key")
 
-    monkeypatch.setitem(report.DETAIL_VIEWS, "group_parity", broken)
-    method = {
-        "method": "group_parity",
-        "title": "Demographic parity",
-        "status": "ok",
-        "details": {"pairs": [1, 2]},
-        "findings": [],
-    }
+    monkeypatch.setitem(
+        report.VIEWS, "group_parity", report.MethodView(UnknownDetails, broken, "unused")
+    )
+    method = MethodResult(
+        "group_parity", "Demographic parity", details=UnknownDetails({"pairs": [1, 2]})
+    )
     with pytest.raises(report.ReportViewError, match="renamed_key"):
         report.method_view(method, 0)
     monkeypatch.setenv(report.STRICT_VIEWS_ENV, "0")

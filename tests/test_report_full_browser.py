@@ -26,7 +26,7 @@ from test_report_browser import ARTIFACTS, load_in_chromium
 
 from fairengine.registry import BUILT_IN
 from fairengine.results import AuditResult
-from tasks.report import DETAIL_VIEWS, write_report
+from tasks.report import VIEWS, write_report
 
 SCREENSHOT = ARTIFACTS / "report-full-browser.png"
 PRINT_DATA = """() => ({
@@ -115,7 +115,7 @@ def test_every_method_has_its_section_heading_and_a_plot(
         assert section is not None, f"no section for {name}"
         assert section["heading"] == full_audit.method(name).title
         assert section["svgs"] == section["figures"]  # every plot sits in a captioned figure
-        if name in DETAIL_VIEWS:
+        if name in VIEWS:
             assert section["svgs"] >= 1, f"{name} has no inline plot"
         else:  # a method whose report block is still to be written: its raw details at least
             assert section["raw"], f"{name} shows neither a report block nor its details"

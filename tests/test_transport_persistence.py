@@ -208,14 +208,14 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
         model=_hire_proba,
         store=str(folder),
     )
-    arts = first.details["artifacts"]
+    arts = first.artifacts
     n_maps = 2 * (2 if mode == "equalized_odds" else 1)  # directions x strata
     assert len(arts) == n_maps
-    assert len({a["name"] for a in arts}) == n_maps
-    assert all(a["path"].startswith(str(folder)) and a["name"].endswith(".npz") for a in arts)
+    assert len({a.name for a in arts}) == n_maps
+    assert all(a.path.startswith(str(folder)) and a.name.endswith(".npz") for a in arts)
     maps = [m for d in first.details["pairs"][0]["directions"] for m in d["maps"]]
     assert [m["loaded_from_cache"] for m in maps] == [False] * n_maps
-    observed = {read_state(a["path"])["header"]["provenance"]["source"] for a in arts}
+    observed = {read_state(a.path)["header"]["provenance"]["source"] for a in arts}
     assert observed <= set(fits)  # the observed maps were fitted in the first run
 
     fits.clear()
@@ -233,7 +233,7 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
     assert observed.isdisjoint(fits)  # ... and not refitted in the second
     # the null and bootstrap refits still ran (the permutation null as split problems)
     assert {"split_refits", "reweighted_refits"} <= set(refits)
-    assert second.details["artifacts"] == arts
+    assert second.artifacts == arts
     for f1, f2 in zip(first.findings, second.findings, strict=True):
         assert f1.key == f2.key and f1.estimate == f2.estimate  # observed flipsets identical
 
@@ -246,15 +246,15 @@ def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
     )
     r = method_task.fn(lipton, "fliptest", cfg, seed=0, model=_hire_proba)
     assert r.details["map_cache"]["reused_across_runs"] is False
-    arts = r.details["artifacts"]
-    assert [a["name"] for a in arts] == [
+    arts = r.artifacts
+    assert [a.name for a in arts] == [
         "map_gender_man_to_woman.npz",
         "map_gender_woman_to_man.npz",
     ]
     for a in arts:
-        assert TransportMap.load(a["path"]).get_params()["epsilon"] == 0.03
+        assert TransportMap.load(a.path).get_params()["epsilon"] == 0.03
     not_run = method_task.fn(lipton, "fliptest", cfg, seed=0, model=None)
-    assert not_run.status == "not_run" and "artifacts" not in not_run.details
+    assert not_run.status == "not_run" and not_run.artifacts == []
 
 
 def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
@@ -291,7 +291,7 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
         return task(lipton, params=params, **kwargs)
 
     first = audit(1)
-    paths = [a["path"] for a in first.details["artifacts"]]
+    paths = [a.path for a in first.artifacts]
     assert len(paths) == 2
     assert all(str(tmp_path / "cache" / "fliptest-maps") in p for p in paths)
     second = audit(2)
@@ -299,4 +299,4 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
         m["loaded_from_cache"] for d in second.details["pairs"][0]["directions"] for m in d["maps"]
     ]
     assert loaded == [True, True]
-    assert [a["path"] for a in second.details["artifacts"]] == paths
+    assert [a.path for a in second.artifacts] == paths

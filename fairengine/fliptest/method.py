@@ -33,7 +33,7 @@ from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.library_threads import small_problem_threads
 from fairengine.multiplicity import adjust_pvalues
-from fairengine.results import Finding, Interval, MethodResult
+from fairengine.results import Artifact, Finding, Interval, MethodResult
 from fairengine.transport import (
     EntropicMap,
     ExactOTMap,
@@ -270,15 +270,16 @@ def _map_entries(
     return out
 
 
-def map_artifacts(result: MethodResult) -> list[dict[str, str]]:
-    """``[{"path": local map file, "name": artifact file name}]`` of a FlipTest result whose
-    maps were saved in a map cache (for the MLflow edge to log under ``artifacts/fliptest/``)."""
+def map_artifacts(result: MethodResult) -> list[Artifact]:
+    """The map files of a FlipTest result whose maps were saved in a map cache (for the MLflow
+    edge to log under ``artifacts/fliptest/``)."""
+    data = result.details.to_dict()
     out = []
-    for pair in result.details.get("pairs", []):
+    for pair in data.get("pairs", []):
         for direction in pair["directions"]:
             for entry in direction.get("maps", []):
                 if entry.get("path"):
-                    out.append({"path": entry["path"], "name": entry["artifact"]})
+                    out.append(Artifact(path=entry["path"], name=entry["artifact"]))
     return out
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from tasks.report_format import (
+from fairengine.results import MethodResult, UnknownDetails
+from tasks.report.format import (
     DASH,
     fmt_interval,
     fmt_level,
@@ -15,7 +16,11 @@ from tasks.report_format import (
     fmt_rate,
     fmt_seconds,
 )
-from tasks.report_plots import interval_forest_svg
+from tasks.report.plots import interval_forest_svg
+
+METHOD = "mitigation"
+DETAILS = UnknownDetails
+TEMPLATE = "methods/mitigation.html.j2"
 
 
 def _eps_cells(e: dict[str, Any] | None) -> dict[str, str]:
@@ -34,9 +39,10 @@ def _est(e: dict[str, Any] | None, fmt: Any = fmt_rate) -> str:
     return f"{fmt(e.get('estimate'))} [{fmt(e.get('low'))}, {fmt(e.get('high'))}]"
 
 
-def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
+def view(result: MethodResult) -> dict[str, Any]:
     """Rows for the variants table (audited model first), a forest plot of held-out ε against
     the target, the deployed rule per intersection, and the fairlearn comparison."""
+    method = result.to_dict()
     d = method.get("details") or {}
     target = d.get("target_epsilon")
     metrics = list(d.get("constraints") or [])
@@ -47,13 +53,19 @@ def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
     def row(name: str, test: dict[str, Any], v: dict[str, Any] | None) -> dict[str, Any]:
         eps = {m: _eps_cells((test.get("epsilon") or {}).get(m)) for m in metrics}
         if v is None:
-            meets = "yes" if all(
-                (test.get("epsilon") or {}).get(m, {}).get("upper_bound", 1e9) <= target
-                for m in metrics
-            ) else "no"
+            meets = (
+                "yes"
+                if all(
+                    (test.get("epsilon") or {}).get(m, {}).get("upper_bound", 1e9) <= target
+                    for m in metrics
+                )
+                else "no"
+            )
         else:
-            meets = "yes" if v.get("meets_target") else (
-                "point estimate only" if v.get("point_meets_target") else "no"
+            meets = (
+                "yes"
+                if v.get("meets_target")
+                else ("point estimate only" if v.get("point_meets_target") else "no")
             )
         return {
             "name": name,
@@ -69,8 +81,7 @@ def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
             "reason": "" if v is None else (v.get("reason") or ""),
         }
 
-    rows.append(row(f"audited model (threshold {fmt_number(d.get('base_threshold'))})", base,
-                    None))
+    rows.append(row(f"audited model (threshold {fmt_number(d.get('base_threshold'))})", base, None))
     labels, est, lo, hi = ["audited model"], [], [], []
     first = metrics[0] if metrics else None
 
@@ -95,8 +106,15 @@ def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
             interval_forest_svg(
                 f"held-out ε ({first}) before and after, target {fmt_number(target)}",
                 labels,
-                [{"name": f"posterior {level}", "color": "#2f5d8a", "estimate": est,
-                  "low": lo, "high": hi}],
+                [
+                    {
+                        "name": f"posterior {level}",
+                        "color": "#2f5d8a",
+                        "estimate": est,
+                        "low": lo,
+                        "high": hi,
+                    }
+                ],
                 reference=target,
                 salt="mitigation",
             )
@@ -111,8 +129,8 @@ def mitigation_view(method: dict[str, Any]) -> dict[str, Any]:
                 "group": r["intersection"],
                 "n_fit": r["n_fit"],
                 "n_test": r["n_test"],
-                "rule": r["rule"] + (f" (rule of {r['fallback_from']})" if r.get(
-                    "fallback_from") else ""),
+                "rule": r["rule"]
+                + (f" (rule of {r['fallback_from']})" if r.get("fallback_from") else ""),
                 "binding": ", ".join(r.get("binding") or []) or DASH,
                 "rates": [
                     f"{fmt_rate(r.get(f'{k}_before'))} → {fmt_rate(r.get(f'{k}_after'))}"

@@ -2,7 +2,7 @@
 
 Every value the report prints goes through one of these functions, so ``None``, NaN and the
 infinities read the same everywhere (``—``, ``NaN``, ``∞``). Shared by :mod:`tasks.report` and
-:mod:`tasks.report_mitigation`.
+:mod:`tasks.report.views.mitigation`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from tasks.report_plots import as_float
+from tasks.report.plots import as_float
 
 DASH = "—"
 
@@ -142,3 +142,8 @@ def slug(*parts: Any) -> str:
     """An HTML id made of ``[a-z0-9-]`` only, from any text (user names included)."""
     text = "-".join(_SLUG.sub("-", str(p).lower()).strip("-") for p in parts)
     return text.strip("-") or "x"
+
+
+def with_interval(r: dict[str, Any], fmt: Callable[[Any], str] = fmt_rate) -> str:
+    """``estimate [low, high]`` of a ``{"estimate", "low", "high"}`` dict."""
+    return f"{fmt(r.get('estimate'))} {fmt_interval(r.get('low'), r.get('high'), fmt)}"

@@ -1,0 +1,2 @@
+"""One report view per method: ``<method>.view(result) -> dict`` of pre-formatted values for
+the method's template block (``templates/methods/<method>.html.j2``)."""
