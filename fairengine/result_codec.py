@@ -156,7 +156,9 @@ def _decode(tp: object, data: object, path: str) -> object:
             return tuple(_decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
         if len(data) != len(args):
             raise _fail(path, f"a list of {len(args)} values", data)
-        return tuple(_decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+        return tuple(
+            _decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
+        )
     if origin is dict or origin is Mapping:
         if not isinstance(data, dict):
             raise _fail(path, "an object", data)
