@@ -59,6 +59,11 @@ def method_task(
     context = RunContext(seed=seed, model=model, store=Path(store) if store else None)
     with follow_process_cap():
         result = spec.run(dataset, params, context)
+    if result.status == "ok" and not isinstance(result.details, spec.details):
+        raise TypeError(
+            f"method {name!r} returned details of type {type(result.details).__name__}; its "
+            f"MethodSpec declares {spec.details.__name__} (the type audit.json is read as)"
+        )
     logger = _logger()
     if result.status != "ok":
         logger.info("%s: %s (%s)", spec.title, result.status, result.reason)

@@ -23,8 +23,19 @@ from test_flow import (  # noqa: F401  (the embedded Prefect server and MLflow c
 from fairengine.config import AuditConfig, MethodsConfig
 from fairengine.errors import ConfigError
 from fairengine.registry import BUILT_IN, METHODS, MethodSpec, method_spec, register, unregister
+from fairengine.results import AuditResult
 
 pytestmark = pytest.mark.flow
+
+
+@pytest.fixture
+def scored_dataset():
+    """A small scored dataset."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    roles = ColumnRoles(label="y", protected=["sex", "race"], score="score")
+    return AuditDataset.from_frame(scored_frame(400, seed=1), roles, threshold=0.5)
 
 
 @pytest.fixture
@@ -65,10 +76,29 @@ def test_a_spec_is_checked_and_names_are_unique() -> None:
         MethodSpec("bad name", "Bad", toy_gap.ToyGapConfig, toy_gap.run_toy_gap)
     with pytest.raises(ValueError, match="needs"):
         MethodSpec("bad", "Bad", toy_gap.ToyGapConfig, toy_gap.run_toy_gap, needs="gpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="MethodDetails subclass"):
+        MethodSpec("bad", "Bad", toy_gap.ToyGapConfig, toy_gap.run_toy_gap, details=dict)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="already registered"):
         register(method_spec("fliptest"))
     with pytest.raises(ValueError, match="built-in"):
         unregister("fliptest")
+
+
+def test_a_method_must_return_the_details_type_it_declares(toy, scored_dataset) -> None:
+    """The task checks the contract: details of another type than the spec's are an error
+    naming both (so audit.json is always read back as the type the method wrote)."""
+    from fairengine.results import NoDetails
+    from tasks.method_task import method_task
+
+    wrong = dataclasses.replace(toy, name="toy_wrong", details=NoDetails)
+    register(wrong)
+    try:
+        with pytest.raises(TypeError, match="ToyGapDetails; its MethodSpec declares NoDetails"):
+            method_task.fn(scored_dataset, "toy_wrong", toy_gap.ToyGapConfig())
+    finally:
+        unregister("toy_wrong")
+    ok = method_task.fn(scored_dataset, "toy_gap", toy_gap.ToyGapConfig())
+    assert isinstance(ok.details, toy_gap.ToyGapDetails)
 
 
 def test_a_registered_method_is_configured_like_a_built_in_one(toy) -> None:
@@ -100,7 +130,11 @@ def test_a_toy_method_runs_through_the_flow_into_json_mlflow_and_report(
     assert f.decision in ("reject", "fail_to_reject") and f.adjusted_pvalue is not None
     # audit.json
     saved = json.loads(Path(run.paths["json"]).read_text())
-    assert any(m["method"] == "toy_gap" for m in saved["methods"])
+    (toy_saved,) = [m for m in saved["methods"] if m["method"] == "toy_gap"]
+    assert toy_saved["details"]["attributes"]["sex"]["n_first"] > 0
+    assert isinstance(toy_result.details, toy_gap.ToyGapDetails)
+    reread = AuditResult.from_json(Path(run.paths["json"]).read_text()).method("toy_gap")
+    assert reread.details == toy_result.details  # read back as its declared type
     assert saved["config"]["methods"]["toy_gap"]["margin"] == 0.01
     # the MLflow run: the finding's metrics and the method's params
     (run_id,) = run_ids(client, "t-toy")
@@ -111,6 +145,7 @@ def test_a_toy_method_runs_through_the_flow_into_json_mlflow_and_report(
     # the report: its generic section with its finding
     html = Path(run.report_path).read_text()
     assert "Toy mean-score gap" in html and f.label in html
+    assert "Details (raw JSON)" in html and "mean_rest" in html  # the generic view
     assert toy_gap.CALLS == [0.01]
     # caching: the same audit again reuses the toy step; a changed setting recomputes it
     again = audit_flow(cfg)
