@@ -167,7 +167,7 @@ def apply_decisions(
                 f"p-value lies in [{_bound(d.pvalue_low)}, {_bound(d.pvalue_high)}], which does "
                 f"not settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
                 + _needed_words(d.resamples_needed, _unit(d.parts))
-                + _cap_words(d.resamples_needed, d.resample_cap, d.parts)
+                + _cap_words(d.resamples_needed, d.resample_cap, d.cap_setting)
             )
         f.reading = f"{f.reading} {sentence}".strip()
     return result
@@ -187,17 +187,10 @@ def _drawn_words(parts: tuple[ResamplingPart, ...]) -> str:
     return " and ".join(f"{p.resamples:,} {p.name} resamples" for p in parts)
 
 
-def _cap_words(
-    needed: float | None, cap: int, parts: tuple[ResamplingPart, ...] | list[ResamplingPart]
-) -> str:
-    """Where the cap stopped the draws: the setting that bounds them."""
+def _cap_words(needed: float | None, cap: int, setting: str) -> str:
+    """Where the cap stopped the draws: the setting that bounds them (the resampler's)."""
     if needed is None or not cap or needed <= cap:
         return ""
-    setting = (
-        "methods.fliptest.max_null_refits"
-        if any(p.name == "self-map" for p in parts)
-        else "decisions.max_resamples"
-    )
     return f" The audit draws at most {cap:,} ({setting})."
 
 

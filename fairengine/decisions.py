@@ -160,12 +160,21 @@ class Resampler(Protocol):
         ...
 
 
+SETTINGS_CAP = "decisions.max_resamples"
+"""The setting that caps every test's resamples unless its method sets its own cap."""
+
+
 @runtime_checkable
 class BoundedResampler(Resampler, Protocol):
     """A :class:`Resampler` with its own cap per test (e.g. FlipTest's map refits)."""
 
     def max_resamples(self, key: str) -> int | None:
         """The most resamples each part of test ``key`` may reach (None: the settings' cap)."""
+        ...
+
+    def cap_setting(self, key: str) -> str:
+        """The configuration setting that sets :meth:`max_resamples` (named to the user when
+        the cap stops an open decision, e.g. ``methods.fliptest.max_null_refits``)."""
         ...
 
 
@@ -184,6 +193,12 @@ class Resamplers:
     def max_resamples(self, key: str) -> int | None:
         owner = self._owner(key)
         return owner.max_resamples(key) if isinstance(owner, BoundedResampler) else None
+
+    def cap_setting(self, key: str) -> str:
+        owner = self._owner(key)
+        if isinstance(owner, BoundedResampler) and owner.max_resamples(key) is not None:
+            return owner.cap_setting(key)
+        return SETTINGS_CAP
 
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         owner = self._owner(key)
@@ -208,6 +223,8 @@ class TestDecision:
     on its critical value); None otherwise."""
     resample_cap: int = 0
     """The most resamples a part of this test could reach (its schedule's last look)."""
+    cap_setting: str = SETTINGS_CAP
+    """The setting that sets ``resample_cap`` (the audit's, or the method's own per-test cap)."""
 
     @property
     def resamples(self) -> int:
@@ -561,6 +578,11 @@ def decide_family(
                 parts=tuple(MonteCarloPart(names[k], int(s[k]), int(n[k])) for k in sel),
                 resamples_needed=needed.get(i),
                 resample_cap=max((int(schedules[k][-1]) for k in sel), default=0),
+                cap_setting=(
+                    resampler.cap_setting(t.key)  # type: ignore[union-attr]
+                    if capped and caps.get(i) is not None
+                    else SETTINGS_CAP
+                ),
             )
         )
     return FamilyResult(

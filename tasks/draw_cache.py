@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fairengine.dataset import AuditDataset
-from fairengine.decisions import BoundedResampler, Resampler
+from fairengine.decisions import SETTINGS_CAP, BoundedResampler, Resampler
 from fairengine.results import to_jsonable
 from tasks.caching import dataset_identity, engine_source_hash, model_identity
 
@@ -57,6 +57,11 @@ class CachedDraws:
         if isinstance(self.resampler, BoundedResampler):
             return self.resampler.max_resamples(key)
         return None
+
+    def cap_setting(self, key: str) -> str:
+        if isinstance(self.resampler, BoundedResampler):
+            return self.resampler.cap_setting(key)
+        return SETTINGS_CAP
 
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         name = hashlib.sha256(

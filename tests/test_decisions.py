@@ -206,6 +206,9 @@ class CappedResampler(BinomialResampler):
     def max_resamples(self, key: str) -> int | None:
         return self.cap
 
+    def cap_setting(self, key: str) -> str:
+        return "methods.toy.max_refits"
+
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         self.batches.append((key, part, start, batch))
         return super().draw(key, part, start, batch)
@@ -230,7 +233,7 @@ def test_a_test_that_cannot_be_certified_within_its_cap_draws_nothing() -> None:
     res = decide_family([*tests, strong, weak], ALPHA, "holm", resampler=rs)
     d_strong, d_weak = res.decisions[-2:]
     assert d_strong.decision == "undetermined" and d_strong.resamples == 49
-    assert d_strong.resample_cap == 500
+    assert d_strong.resample_cap == 500 and d_strong.cap_setting == "methods.toy.max_refits"
     assert d_strong.resamples_needed is not None and d_strong.resamples_needed > 500
     assert not [b for b in rs.batches if b[0] == "strong"], rs.batches
     assert d_weak.decision == "fail_to_reject" and d_weak.resamples > 49

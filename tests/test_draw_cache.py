@@ -20,6 +20,9 @@ class Counting:
     def max_resamples(self, key: str) -> int | None:
         return 3_000
 
+    def cap_setting(self, key: str) -> str:
+        return "test.cap"
+
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         self.calls += 1
         return batch // 7
@@ -30,6 +33,7 @@ def test_a_second_run_reads_every_batch_back(tmp_path: Path) -> None:
     first_inner = Counting()
     first = CachedDraws(first_inner, tmp_path, "identity-1")
     assert isinstance(first, BoundedResampler) and first.max_resamples("t") == 3_000
+    assert first.cap_setting("t") == "test.cap"
     a = decide_family(tests, resampler=first)
     assert first_inner.calls > 0 and first.misses == first_inner.calls and first.hits == 0
     again_inner = Counting()

@@ -180,6 +180,8 @@ def test_resampler_is_bounded_and_routed_by_key(hiring, run) -> None:
     both = Resamplers(None, rs)
     assert both.can_extend(POS) and not both.can_extend("perm_tpr.gender.man_woman")
     assert both.max_resamples(POS) == cfg.max_null_refits
+    assert both.cap_setting(POS) == "methods.fliptest.max_null_refits"
+    assert both.cap_setting("perm_tpr.gender.man_woman") == "decisions.max_resamples"
     with pytest.raises(KeyError, match="perm_tpr"):
         both.draw("perm_tpr.gender.man_woman", "permutation", 0, 1)
     # a run without a model function, or a different configuration, draws nothing

@@ -157,6 +157,9 @@ class FlipTestResampler:
         """The most refits of each null a flipset test may reach."""
         return int(self.config.max_null_refits) if key in self._tests else None
 
+    def cap_setting(self, key: str) -> str:
+        return "methods.fliptest.max_null_refits"
+
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
         info, k = self._tests[key]
         if part == "self-map":
