@@ -51,11 +51,11 @@ def main() -> None:
     from fairengine.fliptest import FlipTestConfig, run_fliptest
     from fairengine.fliptest.resampler import FlipTestResampler
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+    from fairengine.group_parity import group_parity
     from fairengine.individual import IndividualConfig, run_individual_fairness
     from fairengine.intersectional import IntersectionalConfig, run_intersectional
     from fairengine.library_threads import single_threaded
     from fairengine.mitigation import MitigationConfig, run_mitigation
-    from fairengine.parity import group_parity
     from fairengine.permutation import PermutationConfig, run_permutation_tests
     from fairengine.permutation.method import PermutationResampler
 

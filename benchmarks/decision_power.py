@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 from fairengine.audit import finalize_audit  # noqa: E402
 from fairengine.dataset import AuditDataset  # noqa: E402
 from fairengine.decisions import ResamplingSettings  # noqa: E402
-from fairengine.parity import group_parity  # noqa: E402
+from fairengine.group_parity import group_parity  # noqa: E402
 from fairengine.permutation import PermutationConfig, run_permutation_tests  # noqa: E402
 from fairengine.permutation.method import PermutationResampler  # noqa: E402
 from fairengine.roles import ColumnRoles  # noqa: E402

@@ -45,8 +45,8 @@ from interleaved_timing import interleaved, traced_peak
 from fairengine.counts import index_dtype
 from fairengine.dataset import AuditDataset, GroupEncoding
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+from fairengine.group_parity import group_rates
 from fairengine.group_table import GroupTable
-from fairengine.parity import group_rates
 from fairengine.roles import ColumnRoles
 
 LEVELS = (5, 4, 3)  # 60 intersection cells

@@ -32,8 +32,8 @@ import yaml
 
 from fairengine.errors import ConfigError
 from fairengine.fliptest.config import FlipTestConfig
-from fairengine.group_metrics import GroupMetricsConfig
-from fairengine.group_parity_config import GroupParityConfig
+from fairengine.group_metrics.config import GroupMetricsConfig
+from fairengine.group_parity.config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig

@@ -39,7 +39,7 @@ hold no ``.``, so the ``.``-separated parts of a key are recovered too. A name t
 joined with another one (a metric name in ``perm_<metric>``) uses :func:`part_token`, which
 keeps ``_`` as is (``perm_positive_rate``); otherwise it follows the same rules.
 
-Attribute and group names share one token function because ``fairengine.parity`` builds
+Attribute and group names share one token function because ``fairengine.group_parity`` builds
 ``<prefix>.<attr>.<a>_<b>`` with it for both, so an attribute named ``age_group`` reads
 ``age__group`` in every key.
 

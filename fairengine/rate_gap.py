@@ -44,7 +44,7 @@ size reaches about 6× nominal for 30 rows against 3000 at rate 0.005 and 13× f
 against 1000 (the Wald test: 760× and 1000×). The exact unconditional test of
 :mod:`fairengine.exact_tolerance` holds the level there (its size is computed by full
 enumeration in tests/test_exact_tolerance.py); group parity uses it for small groups
-(:mod:`fairengine.parity`, option ``exact``).
+(:mod:`fairengine.group_parity`, option ``exact``).
 
 Newcombe RG (1998), Interval estimation for the difference between independent proportions:
 comparison of eleven methods. Stat Med 17:873–890.

@@ -40,8 +40,8 @@ from typing import Any, Literal
 
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest.config import FlipTestConfig
-from fairengine.group_metrics import GroupMetricsConfig
-from fairengine.group_parity_config import GroupParityConfig
+from fairengine.group_metrics.config import GroupMetricsConfig
+from fairengine.group_parity.config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
@@ -102,7 +102,7 @@ class MethodSpec:
 def _run_group_parity(
     dataset: AuditDataset, config: GroupParityConfig, context: RunContext
 ) -> MethodResult:
-    from fairengine.parity import group_parity
+    from fairengine.group_parity.method import group_parity
 
     return group_parity(
         dataset,
@@ -123,7 +123,7 @@ def _group_parity_summary(result: MethodResult, config: GroupParityConfig) -> st
 def _run_group_metrics(
     dataset: AuditDataset, config: GroupMetricsConfig, context: RunContext
 ) -> MethodResult:
-    from fairengine.group_metrics import run_group_metrics
+    from fairengine.group_metrics.method import run_group_metrics
 
     return run_group_metrics(dataset, config, seed=context.seed)
 

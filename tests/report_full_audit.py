@@ -40,9 +40,9 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
 from fairengine.fliptest import run_fliptest
 from fairengine.group_metrics import run_group_metrics
+from fairengine.group_parity import group_parity
 from fairengine.individual import run_individual_fairness
 from fairengine.intersectional import run_intersectional
-from fairengine.parity import group_parity
 from fairengine.permutation import run_permutation_tests
 from fairengine.registry import BUILT_IN, method_spec
 from fairengine.results import AuditResult, MethodResult

@@ -20,8 +20,8 @@ import pytest
 from fairengine.audit import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import FamilyTest, ResamplingSettings, block_adjusted, decide_family
+from fairengine.group_parity import group_parity
 from fairengine.multiplicity import adjust_pvalues
-from fairengine.parity import group_parity
 from fairengine.permutation import PermutationConfig, run_permutation_tests
 from fairengine.permutation.joint import floored_statistic
 from fairengine.permutation.method import PermutationResampler

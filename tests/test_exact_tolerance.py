@@ -38,7 +38,7 @@ from fairengine.exact_tolerance import (
     statistic_table,
     tail_probabilities,
 )
-from fairengine.parity import NEWCOMBE_TEST, group_parity
+from fairengine.group_parity.method import NEWCOMBE_TEST, group_parity
 from fairengine.rate_gap import newcombe_tolerance_pvalue
 from fairengine.roles import ColumnRoles
 

@@ -32,9 +32,9 @@ from fairengine.finding_keys import (
 )
 from fairengine.fliptest.method import map_artifact_name
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+from fairengine.group_parity import group_parity, metric_token
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.method import run_intersectional
-from fairengine.parity import group_parity, metric_token
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.method import run_permutation_tests
 from fairengine.results import AuditResult, Finding, Interval, MethodResult, Verdict

@@ -231,13 +231,13 @@ def test_empty_file(tmp_path: Path, client) -> None:
 def test_failed_optional_method_is_reported_and_audit_completes(
     tmp_path: Path, client, monkeypatch
 ) -> None:
-    import fairengine.parity
+    import fairengine.group_parity.method
     from flows.audit import audit_flow
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated failure")
 
-    monkeypatch.setattr(fairengine.parity, "group_parity", boom)
+    monkeypatch.setattr(fairengine.group_parity.method, "group_parity", boom)
     data = tmp_path / "d.csv"
     scored_frame().to_csv(data, index=False)
     only_parity = {  # no other method's rejection may mask the "incomplete" verdict
@@ -259,17 +259,17 @@ def test_rerun_reuses_cached_method_results_and_a_changed_parameter_recomputes(
     """Cache keys come from the data content, model, parameters and code (tasks/caching.py):
     a second identical audit reuses the method results (the method body does not run again)
     and yields the same findings and verdict; changing one parameter recomputes that step."""
-    import fairengine.parity
+    import fairengine.group_parity.method
     from flows.audit import audit_flow
 
     calls: list[float] = []
-    real = fairengine.parity.group_parity
+    real = fairengine.group_parity.method.group_parity
 
     def counting(dataset, **kwargs):
         calls.append(kwargs["tolerance"])
         return real(dataset, **kwargs)
 
-    monkeypatch.setattr(fairengine.parity, "group_parity", counting)
+    monkeypatch.setattr(fairengine.group_parity.method, "group_parity", counting)
     data = tmp_path / "d.csv"
     scored_frame(seed=7).to_csv(data, index=False)
     cfg = config_for(data, tmp_path / "out", "t-cache", mlflow={"enabled": False})

@@ -1,4 +1,5 @@
-"""Demographic parity and equalized odds (fairengine.parity), cross-checked with fairlearn."""
+"""Demographic parity and equalized odds (fairengine.group_parity), cross-checked with
+fairlearn."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fairlearn.metrics import (
 )
 
 from fairengine.dataset import AuditDataset
-from fairengine.parity import group_parity, metric_token
+from fairengine.group_parity import group_parity, metric_token
 from fairengine.roles import ColumnRoles
 
 

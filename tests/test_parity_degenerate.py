@@ -19,8 +19,8 @@ from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
 from fairengine.exact_tolerance import exact_tolerance_pvalue
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+from fairengine.group_parity import group_parity
 from fairengine.intervals import newcombe_interval, newcombe_limits, wilson_interval
-from fairengine.parity import group_parity
 from fairengine.rate_gap import (
     effective_sample_size,
     newcombe_tolerance_pvalue,

@@ -23,7 +23,7 @@ import pytest
 
 from fairengine.audit import finalize_audit
 from fairengine.dataset import AuditDataset
-from fairengine.parity import group_parity
+from fairengine.group_parity import group_parity
 from fairengine.roles import ColumnRoles
 from tasks.report import write_report
 

@@ -13,7 +13,7 @@ from fairengine.audit import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError
-from fairengine.parity import group_parity
+from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult, Finding, Interval, MethodResult
 from fairengine.roles import ColumnRoles
 

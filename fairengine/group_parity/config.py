@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from fairengine.errors import ConfigError
 
-#: Values of ``methods.group_parity.exact`` (see :mod:`fairengine.parity`).
+#: Values of ``methods.group_parity.exact`` (see :mod:`fairengine.group_parity.method`).
 GROUP_PARITY_EXACT = ("auto", "always", "never")
 
 
 @dataclass
 class GroupParityConfig:
-    """Demographic parity and equalized-odds gaps (see :func:`fairengine.parity.group_parity`).
+    """Demographic parity and equalized-odds gaps
+    (:func:`fairengine.group_parity.method.group_parity`).
 
     ``exact``: where the tolerance p-value of a pair comes from the exact unconditional test
     (:mod:`fairengine.exact_tolerance`) instead of the Newcombe interval inversion: ``auto``

@@ -1,0 +1,45 @@
+"""Demographic parity and equalized odds gaps for every pair of groups, with uncertainty.
+
+* :func:`group_parity` / :class:`GroupParityConfig` — the audit method
+  (``methods.group_parity``; the statistics are described in :mod:`.method`).
+* :func:`group_rates`, :func:`pair_comparisons` — per-group rates with intervals and the
+  pairwise gaps and ratios, from the sufficient statistics of :mod:`fairengine.counts` (also
+  used by the LiFT suite, :mod:`fairengine.group_metrics`).
+"""
+
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from fairengine.group_parity.config import GROUP_PARITY_EXACT, GroupParityConfig
+    from fairengine.group_parity.method import (
+        METHOD,
+        group_parity,
+        group_rates,
+        metric_token,
+        pair_comparisons,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "GROUP_PARITY_EXACT": "config",
+        "GroupParityConfig": "config",
+        "METHOD": "method",
+        "group_parity": "method",
+        "group_rates": "method",
+        "metric_token": "method",
+        "pair_comparisons": "method",
+    },
+)
+
+__all__ = [
+    "GROUP_PARITY_EXACT",
+    "METHOD",
+    "GroupParityConfig",
+    "group_parity",
+    "group_rates",
+    "metric_token",
+    "pair_comparisons",
+]
