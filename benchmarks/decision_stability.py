@@ -109,11 +109,13 @@ def fixed_b_decisions(result: Any) -> dict[str, str]:
 
 
 def _first_batch_pvalue(result: Any, finding: Any) -> float:
+    from fairengine.permutation.result import PermutationDetails
+
     for m in result.methods:
-        if m.method == "permutation_tests":
-            for t in m.details.get("tests", []):
-                if t.get("key") == finding.key:
-                    return float(t["pvalue"])
+        if m.method == "permutation_tests" and isinstance(m.details, PermutationDetails):
+            for t in m.details.tests:
+                if t.key == finding.key:
+                    return float(t.pvalue)
     return float(finding.pvalue)
 
 

@@ -36,6 +36,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import load_adult
 from fairengine.datasets.adult import FEATURES, NUMERIC
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
+from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.roles import ColumnRoles
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
@@ -64,13 +65,15 @@ def train_scores(frame: pd.DataFrame) -> tuple[np.ndarray, float]:
 
 
 def section(title: str, res, metrics: list[str]) -> list[str]:
-    g = res.details["groupings"]
+    details = res.details
+    assert isinstance(details, IntersectionalDetails)
+    g = details.groupings
     inter = next(iter(g))
     lines = [
         f"### {title}",
         "",
-        f"{res.details['n_intersections']} intersections of {' × '.join(res.details['attributes'])}"
-        f", {res.details['n_rows']:,} rows, outcomes = {res.details['outcomes']}, "
+        f"{details.n_intersections} intersections of {' × '.join(details.attributes)}"
+        f", {details.n_rows:,} rows, outcomes = {details.outcomes}, "
         f"{res.seconds:.2f} s.",
         "",
         "| metric | ε smoothed | e^-ε | ε empirical | ε both outcomes | bootstrap 95 % | "
@@ -78,36 +81,34 @@ def section(title: str, res, metrics: list[str]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in metrics:
-        d = res.details["metrics"][m][inter]
-        b, p = d["estimators"]["bootstrap"], d["estimators"]["bayesian"]
-        pair = d["pair"]
-        marg = ", ".join(
-            f"{k}: {res.details['metrics'][m][k]['epsilon']:.2f}" for k in g if k != inter
-        )
+        d = details.metrics[m][inter]
+        b, p = d.estimators.bootstrap, d.estimators.bayesian
+        pair = d.pair
+        marg = ", ".join(f"{k}: {details.metrics[m][k].epsilon:.2f}" for k in g if k != inter)
         lines.append(
-            f"| {m} | {d['epsilon']:.3f} | {d['ratio']:.3f} | {d['epsilon_empirical']:.3f} | "
-            f"{d['epsilon_both']:.3f} | {b['low']:.2f}–{b['high']:.2f} | "
-            f"{p['low']:.2f}–{p['high']:.2f} | {d['headline']} | {d['min_denominator']:g} | "
-            f"{pair['high']} ({pair['rate_high']:.3f}) vs {pair['low']} ({pair['rate_low']:.3f})"
+            f"| {m} | {d.epsilon:.3f} | {d.ratio:.3f} | {d.epsilon_empirical:.3f} | "
+            f"{d.convention.epsilon_both:.3f} | {b.low:.2f}–{b.high:.2f} | "
+            f"{p.low:.2f}–{p.high:.2f} | {d.headline} | {d.min_denominator:g} | "
+            f"{pair.high} ({pair.rate_high:.3f}) vs {pair.low} ({pair.rate_low:.3f})"
             f" | {marg} |"
         )
     lines += [
         "",
         "Smallest intersections: "
         + "; ".join(
-            f"{s['group']} (n={s['n']:g}, positives={s['positives']:g}, {s['status']})"
-            for s in res.details["smallest"]
+            f"{s.group} (n={s.n:g}, positives={s.positives:g}, {s.status})"
+            for s in details.smallest
         ),
         "",
     ]
-    sparse = {r: v for m in metrics for r, v in res.details["metrics"][m][inter]["sparse"].items()}
+    sparse = {r: v for m in metrics for r, v in details.metrics[m][inter].sparse.items()}
     for r, v in sparse.items():
         lines.append(
             f"- sparse for {r} (d < 30, included and flagged): {len(v)}: "
             + ", ".join(v[:8])
             + (" …" if len(v) > 8 else "")
         )
-    excl = {r: v for m in metrics for r, v in res.details["metrics"][m][inter]["excluded"].items()}
+    excl = {r: v for m in metrics for r, v in details.metrics[m][inter].excluded.items()}
     for r, v in excl.items():
         lines.append(
             f"- excluded for {r} (empty or no denominator): {len(v)}"

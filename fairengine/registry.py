@@ -44,8 +44,10 @@ from fairengine.group_metrics.config import GroupMetricsConfig
 from fairengine.group_parity.config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
+from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.mitigation.config import MitigationConfig
 from fairengine.permutation.config import PermutationConfig
+from fairengine.permutation.result import PermutationDetails
 from fairengine.results import MethodDetails, MethodResult, UnknownDetails, register_details
 
 ModelNeed = Literal["none", "predict_proba", "model"]
@@ -146,10 +148,11 @@ def _run_permutation_tests(
 
 
 def _permutation_summary(result: MethodResult, config: PermutationConfig) -> str:
-    family = result.details.get("family", {})
+    details = result.details
+    assert isinstance(details, PermutationDetails)
     return (
         f"Permutation tests: {len(result.findings)} tests "
-        f"({len(result.details.get('skipped', []))} skipped), {family.get('n_rejected', 0)} "
+        f"({len(details.skipped)} skipped), {details.family.n_rejected} "
         f"rejected at alpha={config.alpha:g} within the method ({config.family_multiplicity}), "
         f"{config.n_permutations} permutations each, in {result.seconds or 0.0:.2f} s"
     )
@@ -165,9 +168,10 @@ def _run_intersectional(
 
 def _intersectional_summary(result: MethodResult, config: IntersectionalConfig) -> str:
     details = result.details
+    assert isinstance(details, IntersectionalDetails)
     return (
-        f"Intersectional: {len(result.findings)} findings over {details['n_intersections']} "
-        f"intersections of {' x '.join(details['attributes'])} ({len(result.warnings)} "
+        f"Intersectional: {len(result.findings)} findings over {details.n_intersections} "
+        f"intersections of {' x '.join(details.attributes)} ({len(result.warnings)} "
         f"warning(s)) in {result.seconds or 0.0:.2f} s"
     )
 
@@ -272,6 +276,7 @@ METHODS: list[MethodSpec] = [
         PermutationConfig,
         _run_permutation_tests,
         summary=_permutation_summary,
+        details=PermutationDetails,
     ),
     MethodSpec(
         "intersectional",
@@ -279,6 +284,7 @@ METHODS: list[MethodSpec] = [
         IntersectionalConfig,
         _run_intersectional,
         summary=_intersectional_summary,
+        details=IntersectionalDetails,
     ),
     MethodSpec(
         "fliptest",

@@ -22,6 +22,7 @@ from fairengine.individual import IndividualConfig, run_individual_fairness
 from fairengine.individual.attack import resolve_device as attack_device
 from fairengine.permutation import PermutationConfig, permutation_test, run_permutation_tests
 from fairengine.permutation.config import resolve_backend
+from fairengine.permutation.result import PermutationDetails
 from fairengine.roles import ColumnRoles
 
 
@@ -235,12 +236,14 @@ def test_permutation_records_backend_and_device_and_fails_loudly(gpus) -> None:
     p = res.parameters
     assert (p["backend"], p["backend_requested"]) == ("numpy", "auto")
     assert (p["device"], p["device_requested"]) == ("cpu", "auto")
-    assert res.details["tests"][0]["path"] == "auc-numpy"
+    assert isinstance(res.details, PermutationDetails)
+    assert res.details.tests[0].path == "auc-numpy"
     torch_cpu = run_permutation_tests(
         ds, PermutationConfig(metrics=["auc"], n_permutations=99, backend="torch")
     )
     assert (torch_cpu.parameters["backend"], torch_cpu.parameters["device"]) == ("torch", "cpu")
-    assert torch_cpu.details["tests"][0]["path"] == "auc-torch-cpu"
+    assert isinstance(torch_cpu.details, PermutationDetails)
+    assert torch_cpu.details.tests[0].path == "auc-torch-cpu"
     # an unavailable GPU stops the method; it is not turned into skipped tests
     with pytest.raises(ConfigError, match=r"methods\.permutation_tests\.device is 'cuda'"):
         run_permutation_tests(ds, PermutationConfig(metrics=["auc"], device="cuda"))

@@ -19,6 +19,7 @@ from fairengine.audit import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
 from fairengine.intersectional.metrics import EpsilonConventions
+from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.roles import ColumnRoles
 from tasks.report import fmt_number, render_report
 
@@ -60,7 +61,8 @@ def _closed_form(k: list[int], d: int, alpha: float = 0.5) -> tuple[float, float
 
 
 def _conventions(res, metric: str, grouping: str = GROUPING) -> EpsilonConventions:
-    conv = res.details["metrics"][metric][grouping]["convention"]
+    assert isinstance(res.details, IntersectionalDetails)
+    conv = res.details.metrics[metric][grouping].convention
     assert isinstance(conv, EpsilonConventions)
     return conv
 
@@ -74,7 +76,8 @@ def test_other_convention_equals_a_rerun_with_the_other_outcomes(outcomes: str) 
     est = {f.key: f.estimate for f in res.findings}
     est_other = {f.key: f.estimate for f in rerun.findings}
     n_checked = 0
-    for metric, per_grouping in res.details["metrics"].items():
+    assert isinstance(res.details, IntersectionalDetails)
+    for metric, per_grouping in res.details.metrics.items():
         for grouping in per_grouping:
             conv = _conventions(res, metric, grouping)
             key = f"df_eps.{metric}.{grouping}"

@@ -14,6 +14,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import load_adult, make_intersectional_synthetic
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
+from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.roles import ColumnRoles
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -41,16 +42,20 @@ def test_findings_details_and_json_contract() -> None:
     assert "a1 × b1" in sp.reading and "ratio e^-ε" in sp.reading
     text = json.dumps(res.to_dict(), allow_nan=False)
     assert len(text) < 200_000
-    d = res.details["metrics"]["sp"]["attr__a_x_attr__b"]
-    assert set(d["estimators"]) == {"smoothed", "bootstrap", "bayesian"}
-    assert d["pair"]["low"] == "a1 × b1" or d["pair"]["high"] == "a1 × b1"
-    tab = res.details["rates"]["attr__a_x_attr__b"]
-    assert tab["group"][3] == "a1 × b1" and tab["n"][3] == res.details["smallest"][0]["n"]
-    assert set(tab) >= {"base_rate", "selection_rate", "tpr", "fpr"}
-    assert tab["tpr"]["low"][0] <= tab["tpr"]["rate"][0] <= tab["tpr"]["high"][0]
-    assert set(res.details["rates"]) == {"attr__a_x_attr__b", "attr__a", "attr__b"}
-    assert "epsilon_both" in d and "epsilon_empirical" in d
-    assert res.details["smallest"][0]["group"] == "a1 × b1"
+    details = res.details
+    assert isinstance(details, IntersectionalDetails)
+    d = details.metrics["sp"]["attr__a_x_attr__b"]
+    assert d.estimators.smoothed.estimate == d.epsilon
+    assert (d.estimators.bootstrap.n_draws, d.estimators.bayesian.n_draws) == (2000, 1000)
+    assert d.pair.low == "a1 × b1" or d.pair.high == "a1 × b1"
+    tab = details.rates["attr__a_x_attr__b"]
+    assert tab.group[3] == "a1 × b1" and tab.n[3] == details.smallest[0].n
+    assert None not in (tab.base_rate, tab.selection_rate, tab.tpr, tab.fpr)
+    assert tab.tpr is not None and tab.tpr.low[0] <= tab.tpr.rate[0] <= tab.tpr.high[0]
+    assert set(details.rates) == {"attr__a_x_attr__b", "attr__a", "attr__b"}
+    assert d.epsilon_both is not None and d.epsilon_positive is None
+    assert d.epsilon_empirical >= 0
+    assert details.smallest[0].group == "a1 × b1"
 
 
 def test_marginal_findings_do_not_exceed_intersectional() -> None:
@@ -100,7 +105,8 @@ def test_labels_only_runs_data_metrics_and_warns() -> None:
     res = run_intersectional(_synthetic(5000, score=False), IntersectionalConfig(n_posterior=100))
     assert {f.key.split(".")[1] for f in res.findings} == {"elift", "slift"}
     assert any("model metrics ['sp', 'tpr', 'fpr', 'eo'] skipped" in w for w in res.warnings)
-    assert res.details["prediction"] == "none"
+    assert isinstance(res.details, IntersectionalDetails)
+    assert res.details.prediction == "none"
 
 
 def test_bins_for_a_numeric_column_and_bad_bins() -> None:
@@ -119,7 +125,8 @@ def test_bins_for_a_numeric_column_and_bad_bins() -> None:
         attributes=["sex", "age"], bins={"age": [0, 25, 45, 200]}, n_posterior=100
     )
     res = run_intersectional(ds, cfg)
-    assert res.details["levels"]["age"] == ["[0, 25]", "(25, 45]", "(45, 200]"]
+    assert isinstance(res.details, IntersectionalDetails)
+    assert res.details.levels["age"] == ("[0, 25]", "(25, 45]", "(45, 200]")
     assert "df_eps.sp.sex_x_age" in {f.key for f in res.findings}
     cfg = IntersectionalConfig(attributes=["sex", "age"], bins={"age": [20, 45, 200]})
     with pytest.raises(DataContractError, match=r"'age'.*outside the bin edges"):
@@ -174,15 +181,16 @@ def test_adult_sex_age_race_on_data_handles_the_smallest_cells() -> None:
         attributes=["sex", "age", "race"], bins={"age": [0, 25, 45, 200]}, n_posterior=2000
     )
     res = run_intersectional(ds, cfg)
-    assert res.details["n_intersections"] == 30
-    slift = res.details["metrics"]["slift"]["sex_x_age_x_race"]
-    assert slift["epsilon_empirical"] == "Infinity" or slift["epsilon_empirical"] == np.inf
-    assert 2.0 < slift["epsilon"] < 6.0
-    assert slift["headline"] == "bayesian"
+    assert isinstance(res.details, IntersectionalDetails)
+    assert res.details.n_intersections == 30
+    slift = res.details.metrics["slift"]["sex_x_age_x_race"]
+    assert slift.epsilon_empirical == np.inf
+    assert 2.0 < slift.epsilon < 6.0
+    assert slift.headline == "bayesian"
     assert any("infinite" in w for w in res.warnings)
-    smallest = res.details["smallest"]
-    assert smallest[0]["n"] < 30 and smallest[0]["status"] == "sparse"
-    assert any(s["positives"] == 0 for s in smallest)
+    smallest = res.details.smallest
+    assert smallest[0].n < 30 and smallest[0].status == "sparse"
+    assert any(s.positives == 0 for s in smallest)
     f = next(f for f in res.findings if f.key == "df_eps.slift.sex_x_age_x_race")
     for a in ("sex", "age", "race"):
         assert next(x for x in res.findings if x.key == f"df_eps.slift.{a}").estimate < f.estimate
@@ -203,17 +211,20 @@ def test_unsupported_intersection_is_excluded_listed_and_warned() -> None:
     frame.loc[(frame["g"] == "b") & (frame["y"] == 1), "score"] = np.tile([0.9, 0.1], 50)
     ds = AuditDataset.from_frame(frame, ColumnRoles("y", ("g",), score="score"), threshold=0.5)
     res = run_intersectional(ds, IntersectionalConfig(metrics=["tpr"], n_posterior=200))
-    d = res.details["metrics"]["tpr"]["g"]
-    assert d["excluded"] == {"tpr": ["c"]}
-    assert d["epsilon"] == pytest.approx(np.log(100.5 / 101) - np.log(50.5 / 101))
+    assert isinstance(res.details, IntersectionalDetails)
+    d = res.details.metrics["tpr"]["g"]
+    assert d.excluded == {"tpr": ("c",)}
+    assert d.epsilon == pytest.approx(np.log(100.5 / 101) - np.log(50.5 / 101))
     assert any("left out of ε (e.g. c (tpr))" in w for w in res.warnings)
     inc = run_intersectional(
         ds, IntersectionalConfig(metrics=["tpr"], n_posterior=200, include_empty=True)
     )
-    di = inc.details["metrics"]["tpr"]["g"]
-    assert di["excluded"] == {"tpr": []}
-    assert inc.details["rates"]["g"]["tpr"]["rate"][2] == 0.5  # prior mean, k = d = 0
-    assert di["estimators"]["bayesian"]["high"] > d["estimators"]["bayesian"]["high"]
+    assert isinstance(inc.details, IntersectionalDetails)
+    di = inc.details.metrics["tpr"]["g"]
+    assert di.excluded == {"tpr": ()}
+    tpr = inc.details.rates["g"].tpr
+    assert tpr is not None and tpr.rate[2] == 0.5  # prior mean, k = d = 0
+    assert di.estimators.bayesian.high > d.estimators.bayesian.high
 
 
 def test_details_stay_small_for_200_intersections() -> None:
@@ -232,6 +243,7 @@ def test_details_stay_small_for_200_intersections() -> None:
         frame, ColumnRoles("y", ("a", "b", "c"), score="score"), threshold=0.5
     )
     res = run_intersectional(ds, IntersectionalConfig(n_bootstrap=100, n_posterior=100))
-    assert res.details["n_intersections"] == 200
-    assert len(res.details["rates"]["a_x_b_x_c"]["group"]) == 200
+    assert isinstance(res.details, IntersectionalDetails)
+    assert res.details.n_intersections == 200
+    assert len(res.details.rates["a_x_b_x_c"].group) == 200
     assert len(json.dumps(res.to_dict(), allow_nan=False)) < 200_000

@@ -33,6 +33,7 @@ from fairengine.model_scores import (
     match_schema,
     positive_column,
 )
+from fairengine.permutation.result import PermutationDetails
 from fairengine.roles import ColumnRoles
 from fairengine.scores import SCORE_TYPES, effective_threshold, positive_prediction
 
@@ -606,8 +607,9 @@ def test_label_audit_marks_auc_not_applicable(prefect_server, store, data, tmp_p
     )
     perm = res.method("permutation_tests")
     assert not any(f.key.startswith("perm_auc") for f in perm.findings)
-    assert any("perm_auc.sex" in s["reason"] and "not applicable" in s["reason"]
-               for s in perm.details["skipped"])  # fmt: skip
+    assert isinstance(perm.details, PermutationDetails)
+    assert any("perm_auc.sex" in s.reason and "not applicable" in s.reason
+               for s in perm.details.skipped)  # fmt: skip
     assert any(f.key.startswith("perm_tpr") for f in perm.findings)
     yhat = (data["x1"] + data["x2"] > 0).to_numpy()
     dp = next(f for f in res.findings() if f.key == "dp_gap.sex.female_male")

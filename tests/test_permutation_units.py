@@ -36,6 +36,7 @@ from fairengine.permutation.cell_draws import (
     random_subset_masks,
 )
 from fairengine.permutation.metrics import RATIO_METRICS, ratio_value_variance, row_values
+from fairengine.permutation.result import PermutationDetails
 from fairengine.roles import ColumnRoles
 
 
@@ -341,8 +342,9 @@ def test_run_permutation_tests_findings_details_and_family() -> None:
     for f in res.findings:
         assert f.pvalue is not None and f.null_hypothesis and f.interval is not None
         assert f.adjusted_pvalue is None and f.decision == "not_tested"
-    fam = res.details["family"]
-    np.testing.assert_allclose(fam["adjusted_pvalues"], adjust_pvalues(fam["raw_pvalues"]))
+    assert isinstance(res.details, PermutationDetails)
+    fam = res.details.family
+    np.testing.assert_allclose(fam.adjusted_pvalues, adjust_pvalues(list(fam.raw_pvalues)))
     text = json.dumps(res.to_dict(), allow_nan=False)
     assert len(text) < 200_000
     # FNR of a: direct computation
@@ -352,7 +354,7 @@ def test_run_permutation_tests_findings_details_and_family() -> None:
     fnr = [
         1 - recall_score(df["y"][df["sex"] == v], yhat[df["sex"] == v]) for v in ("female", "male")
     ]
-    assert res.details["tests"][0]["path"] == "cells"
+    assert res.details.tests[0].path == "cells"
     assert f.estimate == pytest.approx(fnr[0] - fnr[1])
     # reproducible
     again = run_permutation_tests(ds, cfg, seed=3)
@@ -369,7 +371,8 @@ def test_run_permutation_tests_skips_untestable_pairs_with_warnings() -> None:
     assert {f.key for f in res.findings} == {"perm_tpr.race.a_b"}
     reasons = " ".join(res.warnings)
     assert "race=c" in reasons and "sample weights" in reasons
-    assert len(res.details["skipped"]) == 2 + 3
+    assert isinstance(res.details, PermutationDetails)
+    assert len(res.details.skipped) == 2 + 3
     with pytest.raises(ConfigError, match="attributes"):
         run_permutation_tests(ds, PermutationConfig(attributes=["age"]))
     with pytest.raises(ConfigError, match=r"custom_metrics\.x"):

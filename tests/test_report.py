@@ -744,6 +744,7 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     from fairengine.dataset import AuditDataset
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
     from fairengine.permutation import PermutationConfig, run_permutation_tests
+    from fairengine.permutation.result import PermutationDetails
     from fairengine.roles import ColumnRoles
 
     rng = np.random.default_rng(1)
@@ -766,9 +767,10 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     assert "Permutation distribution of the statistic" in html
     assert_device_rows(html, pt.parameters["device"], "auto")
     assert '<th scope="row">backend_requested</th><td>auto</td>' in html
-    test = pt.details["tests"][0]
-    assert f"{test['difference']:.4f}" in html
-    assert html.count("<svg") >= min(len(pt.details["tests"]), 12)
+    assert isinstance(pt.details, PermutationDetails)
+    test = pt.details.tests[0]
+    assert f"{test.difference:.4f}" in html
+    assert html.count("<svg") >= min(len(pt.details.tests), 12)
 
 
 def test_individual_fairness_block_renders_a_real_result() -> None:

@@ -57,6 +57,19 @@ from fairengine.intersectional.metrics import (
     differential_fairness,
     epsilon_from_counts,
 )
+from fairengine.intersectional.result import (
+    BiasAmplification,
+    EpsilonEstimators,
+    EpsilonPair,
+    EpsilonSummary,
+    GroupingRates,
+    IntersectionalDetails,
+    IntersectionalEstimators,
+    MetricEpsilon,
+    RateColumns,
+    SmallestIntersection,
+    SmoothedEstimate,
+)
 from fairengine.results import Finding, Interval, MethodResult, ResamplingPart
 
 METHOD = "intersectional"
@@ -307,8 +320,9 @@ def run_intersectional(
     # ---- findings and details ----
     level = cfg.confidence_level
     findings: list[Finding] = []
-    detail_metrics: dict[str, dict[str, Any]] = {m: {} for m in metrics}
-    detail_rates: dict[str, dict[str, Any]] = {}
+    detail_metrics: dict[str, dict[str, MetricEpsilon]] = {m: {} for m in metrics}
+    rate_columns: dict[str, dict[str, RateColumns]] = {}
+    rate_tables: dict[str, IntersectionTable] = {}
     for (g, m), df in point.items():
         t = tables[g]
         names = t.names()
@@ -375,51 +389,16 @@ def run_intersectional(
                 f"group has a zero rate ({_zero_groups(df, names)}); the smoothed value is reported"
             )
         detail_metrics[m][g] = _metric_details(
-            df, names, boot, bayes, head, extra[(g, m)], min_d, cfg
+            df, names, boot, bayes, head, extra[(g, m)], min_d, conv, cfg
         )
-        detail_metrics[m][g]["convention"] = conv
         if t.n_intersections <= DETAILS_MAX_INTERSECTIONS:
-            tab = detail_rates.setdefault(
-                g, {"group": names, "n": t.sizes(), "attributes": list(t.attributes)}
-            )
+            rate_tables[g] = t
+            columns = rate_columns.setdefault(g, {})
             for r, rt in df.rates.items():
-                if r not in tab:
-                    tab[r] = _rate_details(rt, cfg)
+                if r not in columns:
+                    columns[r] = _rate_details(rt, cfg)
 
-    details: dict[str, Any] = {
-        "attributes": attrs,
-        "levels": {a: list(lv) for a, lv in zip(attrs, table.levels, strict=True)},
-        "n_intersections": table.n_intersections,
-        "n_rows": round(table.n_rows),
-        "prediction": table.prediction,
-        "threshold": dataset.threshold,
-        "weighted": table.weighted,
-        "outcomes": cfg.outcomes,
-        "convention": CONVENTION_NAMES[cfg.outcomes],
-        "other_convention": CONVENTION_NAMES[other],
-        "groupings": {g: [attrs[j] for j in keep] or attrs for g, keep in groupings},
-        "estimators": {
-            "smoothing": [cfg.smoothing_alpha, cfg.smoothing_beta],
-            "prior": [cfg.prior_alpha, cfg.prior_beta],
-            "n_bootstrap": cfg.n_bootstrap,
-            "bootstrap_scheme": scheme,
-            "n_posterior": cfg.n_posterior,
-            "confidence_level": level,
-            "headline": cfg.headline,
-            "seed": seed,
-        },
-        "smallest": _smallest(table, cfg.n_smallest, cfg.min_support),
-        "metrics": detail_metrics,
-        "rates": detail_rates,
-        "notes": [
-            "Point estimates are the smoothed ε on the original data (not the bootstrap mean, "
-            "which the max over pairs biases upwards).",
-            "Percentile-bootstrap intervals under-cover when an intersection has only a few rows "
-            "or positives (notes §4.4: 0.69 coverage at ~2 positives); the Bayesian interval is "
-            "the headline there.",
-            "Empty intersections are never imputed; they are listed, not audited.",
-        ],
-    }
+    amplification: BiasAmplification | None = None
     if amplify:
         sp, sl = point[(g0, "sp")].epsilon, point[(g0, "slift")].epsilon
         amp_other = extra[(g0, "sp")][f"epsilon_{other}"] - extra[(g0, "slift")][f"epsilon_{other}"]
@@ -442,16 +421,51 @@ def run_intersectional(
                 ),
             )
         )
-        details["bias_amplification"] = {
-            "estimate": sp - sl,
-            "low": ci.low,
-            "high": ci.high,
-            "bootstrap_mean": amp.mean,
-            "outcomes": cfg.outcomes,
-            "convention": amp_conv.name,
-            "other_convention": amp_conv.other_name,
-            "estimate_other": amp_other,
-        }
+        amplification = BiasAmplification(
+            estimate=float(sp - sl),
+            low=float(ci.low),
+            high=float(ci.high),
+            bootstrap_mean=float(amp.mean),
+            outcomes=cfg.outcomes,
+            convention=amp_conv.name,
+            other_convention=amp_conv.other_name,
+            estimate_other=float(amp_other),
+        )
+    details = IntersectionalDetails(
+        attributes=tuple(attrs),
+        levels={a: tuple(lv) for a, lv in zip(attrs, table.levels, strict=True)},
+        n_intersections=int(table.n_intersections),
+        n_rows=round(table.n_rows),
+        prediction=table.prediction,
+        threshold=dataset.threshold,
+        weighted=bool(table.weighted),
+        outcomes=cfg.outcomes,
+        convention=CONVENTION_NAMES[cfg.outcomes],
+        other_convention=CONVENTION_NAMES[other],
+        groupings={g: tuple(attrs[j] for j in keep) or tuple(attrs) for g, keep in groupings},
+        estimators=IntersectionalEstimators(
+            smoothing=(float(cfg.smoothing_alpha), float(cfg.smoothing_beta)),
+            prior=(float(cfg.prior_alpha), float(cfg.prior_beta)),
+            n_bootstrap=int(cfg.n_bootstrap),
+            bootstrap_scheme=scheme,
+            n_posterior=int(cfg.n_posterior),
+            confidence_level=float(level),
+            headline=cfg.headline,
+            seed=int(seed),
+        ),
+        smallest=_smallest(table, cfg.n_smallest, cfg.min_support),
+        metrics=detail_metrics,
+        rates={g: _grouping_rates(rate_tables[g], cols) for g, cols in rate_columns.items()},
+        notes=(
+            "Point estimates are the smoothed ε on the original data (not the bootstrap mean, "
+            "which the max over pairs biases upwards).",
+            "Percentile-bootstrap intervals under-cover when an intersection has only a few rows "
+            "or positives (notes §4.4: 0.69 coverage at ~2 positives); the Bayesian interval is "
+            "the headline there.",
+            "Empty intersections are never imputed; they are listed, not audited.",
+        ),
+        bias_amplification=amplification,
+    )
     names0 = table.names()
     sparse = int(
         sum(
@@ -526,20 +540,18 @@ def _zero_groups(df: DifferentialFairness, names: list[str]) -> str:
     return ", ".join(out[:5]) or "n/a"
 
 
-def _summary(dist: EpsilonDistribution, target: float | None) -> dict[str, Any]:
+def _summary(dist: EpsilonDistribution, target: float | None) -> EpsilonSummary:
     ci = dist.confidence_interval()
-    out = {
-        "low": ci.low,
-        "high": ci.high,
-        "upper_bound": dist.upper_bound(),
-        "mean": dist.mean,
-        "median": dist.median,
-        "bias": dist.bias,
-        "n_draws": dist.n,
-    }
-    if target is not None:
-        out["prob_at_most_target"] = dist.prob_at_most(target)
-    return out
+    return EpsilonSummary(
+        low=float(ci.low),
+        high=float(ci.high),
+        upper_bound=float(dist.upper_bound()),
+        mean=float(dist.mean),
+        median=float(dist.median),
+        bias=float(dist.bias),
+        n_draws=int(dist.n),
+        prob_at_most_target=None if target is None else float(dist.prob_at_most(target)),
+    )
 
 
 def _metric_details(
@@ -550,72 +562,108 @@ def _metric_details(
     head: EpsilonDistribution,
     extra: dict[str, float],
     min_d: float,
+    conv: EpsilonConventions,
     cfg: IntersectionalConfig,
-) -> dict[str, Any]:
+) -> MetricEpsilon:
     hi, lo = df.pair
     rt = df.rates[df.component]
-    out: dict[str, Any] = {
-        "epsilon": df.epsilon,
-        "ratio": df.ratio,
-        **extra,
-        "outcomes": df.outcomes,
-        "headline": head.estimator,
-        "pair": {
-            "high": names[hi],
-            "low": names[lo] if lo >= 0 else "overall",
-            "rate_high": float(rt.smoothed[hi]),
-            "rate_low": float(rt.smoothed[lo]) if lo >= 0 else df.overall,
-            "side": df.side,
-            "component": df.component,
+    if lo >= 0:
+        rate_low = float(rt.smoothed[lo])
+    else:
+        assert df.overall is not None  # elift: the pair is (farthest intersection, overall)
+        rate_low = float(df.overall)
+    return MetricEpsilon(
+        epsilon=float(df.epsilon),
+        ratio=df.ratio,
+        epsilon_empirical=float(extra["epsilon_empirical"]),
+        epsilon_positive=_optional_float(extra.get("epsilon_positive")),
+        epsilon_both=_optional_float(extra.get("epsilon_both")),
+        outcomes=df.outcomes,
+        headline=head.estimator,
+        pair=EpsilonPair(
+            high=names[hi],
+            low=names[lo] if lo >= 0 else "overall",
+            rate_high=float(rt.smoothed[hi]),
+            rate_low=rate_low,
+            side=df.side,
+            component=df.component,
+        ),
+        min_denominator=min_d,
+        estimators=EpsilonEstimators(
+            smoothed=SmoothedEstimate(float(df.epsilon)),
+            bootstrap=_summary(boot, cfg.target_epsilon),
+            bayesian=_summary(bayes, cfg.target_epsilon),
+        ),
+        excluded={
+            r: tuple(names[s] for s in idx)[:DETAILS_MAX_INTERSECTIONS]
+            for r, idx in df.excluded.items()
         },
-        "min_denominator": min_d,
-        "estimators": {
-            "smoothed": {"estimate": df.epsilon},
-            "bootstrap": _summary(boot, cfg.target_epsilon),
-            "bayesian": _summary(bayes, cfg.target_epsilon),
-        },
-        "excluded": {
-            r: [names[s] for s in idx][:DETAILS_MAX_INTERSECTIONS] for r, idx in df.excluded.items()
-        },
-        "sparse": {
-            r: [names[s] for s in np.flatnonzero(x.status == "sparse")][:DETAILS_MAX_INTERSECTIONS]
+        sparse={
+            r: tuple(names[s] for s in np.flatnonzero(x.status == "sparse"))[
+                :DETAILS_MAX_INTERSECTIONS
+            ]
             for r, x in df.rates.items()
         },
-    }
-    if df.overall is not None:
-        out["overall_rate"] = df.overall
-    return out
+        convention=conv,
+        overall_rate=_optional_float(df.overall),
+    )
 
 
-def _rate_details(rt: RateTable, cfg: IntersectionalConfig) -> dict[str, Any]:
+def _optional_float(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def _floats(x: np.ndarray) -> tuple[float, ...]:
+    return tuple(np.asarray(x, dtype=np.float64).tolist())
+
+
+def _rate_details(rt: RateTable, cfg: IntersectionalConfig) -> RateColumns:
     """Per-intersection counts, smoothed rate, Beta-posterior credible interval and status."""
     g = (1 - cfg.confidence_level) / 2
     a = cfg.prior_alpha + rt.k
     b = cfg.prior_beta + np.maximum(rt.d - rt.k, 0)
-    return {
-        "k": np.round(rt.k, 6),
-        "d": np.round(rt.d, 6),
-        "rate": np.round(rt.smoothed, 6),
-        "low": np.round(stats.beta.ppf(g, a, b), 6),
-        "high": np.round(stats.beta.ppf(1 - g, a, b), 6),
-        "status": rt.status.tolist(),
-    }
+    return RateColumns(
+        k=_floats(np.round(rt.k, 6)),
+        d=_floats(np.round(rt.d, 6)),
+        rate=_floats(np.round(rt.smoothed, 6)),
+        low=_floats(np.round(stats.beta.ppf(g, a, b), 6)),
+        high=_floats(np.round(stats.beta.ppf(1 - g, a, b), 6)),
+        status=tuple(str(x) for x in rt.status.tolist()),
+    )
 
 
-def _smallest(table: IntersectionTable, k: int, min_support: int) -> list[dict[str, Any]]:
+def _grouping_rates(t: IntersectionTable, columns: dict[str, RateColumns]) -> GroupingRates:
+    """The per-intersection rates of one grouping (``columns``: rate name -> its columns)."""
+    unknown = set(columns) - {"base_rate", "selection_rate", "tpr", "fpr"}
+    if unknown:  # a new rate needs its field in GroupingRates
+        raise TypeError(f"rates {sorted(unknown)} have no field in the intersectional details")
+    return GroupingRates(
+        group=tuple(t.names()),
+        n=_floats(t.sizes()),
+        attributes=tuple(t.attributes),
+        base_rate=columns.get("base_rate"),
+        selection_rate=columns.get("selection_rate"),
+        tpr=columns.get("tpr"),
+        fpr=columns.get("fpr"),
+    )
+
+
+def _smallest(
+    table: IntersectionTable, k: int, min_support: int
+) -> tuple[SmallestIntersection, ...]:
     n = table.sizes()
     names = table.names()
     pos = table.rows[:, 1, :].sum(axis=1)
     order = np.argsort(n, kind="stable")[:k]
-    return [
-        {
-            "group": names[s],
-            "n": float(n[s]),
-            "positives": float(pos[s]),
-            "status": "empty" if n[s] == 0 else ("sparse" if n[s] < min_support else "ok"),
-        }
+    return tuple(
+        SmallestIntersection(
+            group=names[s],
+            n=float(n[s]),
+            positives=float(pos[s]),
+            status="empty" if n[s] == 0 else ("sparse" if n[s] < min_support else "ok"),
+        )
         for s in order
-    ]
+    )
 
 
 __all__ = ["METHOD", "TITLE", "intersection_table", "run_intersectional"]

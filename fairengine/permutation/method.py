@@ -3,9 +3,10 @@ for every configured metric, tested by :func:`~fairengine.permutation.permutatio
 
 Findings are keyed ``perm_<metric>.<attribute>.<a>_<b>`` (a before b in sorted group order;
 estimate = metric(a) − metric(b)); their raw p-values are adjusted across the whole audit by
-:mod:`fairengine.audit`. The details also carry this method's own family — raw and adjusted
-p-values (``family_multiplicity``) and decisions at ``alpha`` — and, per test, the permutation
-histogram, the Monte-Carlo error of the p-value and its Wilson interval.
+:mod:`fairengine.audit`. The details (:class:`~fairengine.permutation.result.PermutationDetails`)
+also carry this method's own family — raw and adjusted p-values (``family_multiplicity``) and
+decisions at ``alpha`` — and, per test, the permutation histogram, the Monte-Carlo error of the
+p-value and its Wilson interval.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ from fairengine.permutation.config import (
 )
 from fairengine.permutation.joint import JointFamily, joint_family, maxt_exceedances
 from fairengine.permutation.metrics import ALIASES, RATIO_METRICS
+from fairengine.permutation.result import (
+    NullHistogram,
+    PermutationDetails,
+    PermutationFamily,
+    PermutationTestRecord,
+    SkippedTest,
+)
 from fairengine.permutation.two_group import PermutationTestResult, permutation_test
 from fairengine.results import (
     Finding,
@@ -88,16 +96,6 @@ class PlannedTest:
     group_b: str
     key: str
     metric_key: str
-
-    @property
-    def where(self) -> dict[str, Any]:
-        return {
-            "attribute": self.attribute,
-            "group_a": self.group_a,
-            "group_b": self.group_b,
-            "metric": self.metric_name,
-            "key": self.key,
-        }
 
 
 def _attributes(dataset: AuditDataset, config: PermutationConfig) -> list[str]:
@@ -182,6 +180,78 @@ def _run_test(
         backend=backend,
         device=device,
         group_names=(f"{test.attribute}={test.group_a}", f"{test.attribute}={test.group_b}"),
+    )
+
+
+def _skipped(test: PlannedTest, reason: str) -> SkippedTest:
+    return SkippedTest(
+        test.attribute, test.group_a, test.group_b, test.metric_name, test.key, reason
+    )
+
+
+#: The path-specific fields of :class:`PermutationTestRecord` (``PermutationTestResult.extra``).
+_EXTRA_FIELDS = frozenset(
+    {"cell_counts_a", "cell_counts_b", "variance_a", "variance_b", "bootstrap_sd"}
+)
+
+
+def _optional_counts(x: Any) -> tuple[int, ...] | None:
+    return None if x is None else tuple(int(v) for v in x)
+
+
+def _optional_float(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _record(
+    test: PlannedTest, res: PermutationTestResult, bins: int, adjusted: float, alpha: float
+) -> PermutationTestRecord:
+    """The details record of one test run, with its p-value adjusted within the family."""
+    unknown = set(res.extra) - _EXTRA_FIELDS
+    if unknown:  # a new path-specific field needs its place in PermutationTestRecord
+        raise TypeError(f"{test.key}: result fields {sorted(unknown)} have no details field")
+    ci = res.confidence_interval()
+    p_low, p_high = res.pvalue_interval()
+    h = res.null_histogram(bins)
+    return PermutationTestRecord(
+        attribute=test.attribute,
+        group_a=test.group_a,
+        group_b=test.group_b,
+        metric=res.metric,
+        key=test.key,
+        statistic=float(res.statistic),
+        pvalue=float(res.pvalue),
+        pvalue_se=float(res.pvalue_se),
+        pvalue_interval=(p_low, p_high),
+        difference=float(res.difference),
+        se=float(res.se),
+        ci=(float(ci.low), float(ci.high)),
+        ci_method=ci.method,
+        value_a=float(res.value_a),
+        value_b=float(res.value_b),
+        n_a=int(res.n_a),
+        n_b=int(res.n_b),
+        n_permutations=int(res.n_permutations),
+        n_extreme=int(res.n_extreme),
+        n_undefined=int(res.n_undefined),
+        alternative=res.alternative,
+        studentize=res.studentize,
+        scheme=res.scheme,
+        path=res.path,
+        null_histogram=NullHistogram(
+            edges=tuple(float(e) for e in h["edges"]),
+            counts=tuple(int(c) for c in h["counts"]),
+            observed=float(h["observed"]),
+            n_nonfinite=None if "n_nonfinite" not in h else int(h["n_nonfinite"]),
+        ),
+        pvalue_interval_level=0.95,
+        pvalue_adjusted_family=adjusted,
+        decision_family="reject" if adjusted <= alpha else "fail_to_reject",
+        cell_counts_a=_optional_counts(res.extra.get("cell_counts_a")),
+        cell_counts_b=_optional_counts(res.extra.get("cell_counts_b")),
+        variance_a=_optional_float(res.extra.get("variance_a")),
+        variance_b=_optional_float(res.extra.get("variance_b")),
+        bootstrap_sd=_optional_float(res.extra.get("bootstrap_sd")),
     )
 
 
@@ -352,18 +422,18 @@ def run_permutation_tests(
     n_tests = planned_permutation_tests(config, levels)
     findings: list[Finding] = []
     warnings: list[str] = []
-    tests: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    run: list[tuple[PlannedTest, PermutationTestResult]] = []
+    skipped: list[SkippedTest] = []
     plan = planned_tests(dataset, config)
     for test in plan:
         progress.report(METHOD, "tests", test.index, n_tests)
-        key, where = test.key, test.where
+        key = test.key
         attr, human = test.attribute, _LABELS.get(test.metric_key, test.metric_name)
         ga, gb = test.group_a, test.group_b
         reason = _skip_reason(dataset, test)
         if reason is not None:
             warnings.append(reason)
-            skipped.append({**where, "reason": reason})
+            skipped.append(_skipped(test, reason))
             continue
         ss = np.random.SeedSequence(seed, spawn_key=(test.index,))
         try:
@@ -373,7 +443,7 @@ def run_permutation_tests(
         except DataContractError as exc:
             msg = f"{key}: not tested: {exc}"
             warnings.append(msg)
-            skipped.append({**where, "reason": str(exc)})
+            skipped.append(_skipped(test, str(exc)))
             continue
         if not np.isfinite(res.pvalue):
             msg = (
@@ -381,7 +451,7 @@ def run_permutation_tests(
                 "(zero bootstrap standard deviation)"
             )
             warnings.append(msg)
-            skipped.append({**where, "reason": msg})
+            skipped.append(_skipped(test, msg))
             continue
         ci = res.confidence_interval()
         findings.append(
@@ -415,36 +485,31 @@ def run_permutation_tests(
                 "statistics were undefined (a pseudo-group without the rows the "
                 "metric conditions on) and were counted as extreme (conservative)"
             )
-        tests.append(
-            {
-                **where,
-                **res.to_dict(histogram_bins=config.histogram_bins),
-                "pvalue_interval_level": 0.95,
-            }
-        )
+        run.append((test, res))
     _joint_evidence(dataset, config, findings, {t.key: t for t in plan}, seed)
-    raw = [t["pvalue"] for t in tests]
+    raw = [float(res.pvalue) for _, res in run]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
-    for t, p in zip(tests, adjusted, strict=True):
-        t["pvalue_adjusted_family"] = float(p)
-        t["decision_family"] = "reject" if p <= config.alpha else "fail_to_reject"
-    details = {
-        "prediction": dataset.prediction_mode,
-        "threshold": dataset.threshold,
-        "studentize": config.studentize,
-        "scheme": config.scheme,
-        "alternative": config.alternative,
-        "family": {
-            "multiplicity": config.family_multiplicity,
-            "alpha": config.alpha,
-            "keys": [t["key"] for t in tests],
-            "raw_pvalues": raw,
-            "adjusted_pvalues": [float(p) for p in adjusted],
-            "n_rejected": int(sum(t["decision_family"] == "reject" for t in tests)),
-        },
-        "tests": tests,
-        "skipped": skipped,
-    }
+    tests = tuple(
+        _record(test, res, config.histogram_bins, float(p), config.alpha)
+        for (test, res), p in zip(run, adjusted, strict=True)
+    )
+    details = PermutationDetails(
+        prediction=dataset.prediction_mode,
+        threshold=dataset.threshold,
+        studentize=config.studentize,
+        scheme=config.scheme,
+        alternative=config.alternative,
+        family=PermutationFamily(
+            multiplicity=config.family_multiplicity,
+            alpha=config.alpha,
+            keys=tuple(t.key for t in tests),
+            raw_pvalues=tuple(raw),
+            adjusted_pvalues=tuple(float(p) for p in adjusted),
+            n_rejected=sum(t.decision_family == "reject" for t in tests),
+        ),
+        tests=tests,
+        skipped=tuple(skipped),
+    )
     return MethodResult(
         method=METHOD,
         title=TITLE,

@@ -1,13 +1,15 @@
 """Report view of ``intersectional``: ε per grouping and metric, the rates behind it, the smallest
 cells.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from markupsafe import Markup
 
-from fairengine.results import MethodResult, UnknownDetails
+from fairengine.intersectional.result import GroupingRates, IntersectionalDetails, RateColumns
+from fairengine.results import MethodResult
 from tasks.report.format import (
     DASH,
     fmt_count,
@@ -25,7 +27,7 @@ from tasks.report.plots import (
 )
 
 METHOD = "intersectional"
-DETAILS = UnknownDetails
+DETAILS = IntersectionalDetails
 TEMPLATE = "methods/intersectional.html.j2"
 
 
@@ -44,51 +46,49 @@ def view(result: MethodResult) -> dict[str, Any]:
     smoothed estimate under the configured outcome convention and, beside it, under the other
     convention (positive outcome only vs both outcomes), the bootstrap and Bayesian intervals, the
     driving pair, a forest plot; then the smallest intersections and the method's notes."""
-    method = result.to_dict()
-    details = method.get("details") or {}
-    metrics = details.get("metrics") or {}
-    grouping_attributes = details.get("groupings") or {}
-    groupings = list(grouping_attributes.keys())
-    level = fmt_level((details.get("estimators") or {}).get("confidence_level", 0.95))
+    details = result.details
+    assert isinstance(details, IntersectionalDetails)
+    level = fmt_level(details.estimators.confidence_level)
     blocks = []
-    for gi, grouping in enumerate(groupings):
-        attributes = grouping_attributes.get(grouping) or [grouping]
-        title = " × ".join(str(a) for a in attributes)  # the attributes' names, not the key token
-        rows, labels, est, b_lo, b_hi, y_lo, y_hi = [], [], [], [], [], [], []
-        for metric, per_grouping in metrics.items():
-            g = (per_grouping or {}).get(grouping)
-            if not g:
+    for gi, (grouping, grouping_attributes) in enumerate(details.groupings.items()):
+        attributes = grouping_attributes or (grouping,)
+        title = " × ".join(attributes)  # the attributes' names, not the key token
+        rows, labels = [], []
+        est: list[float] = []
+        b_lo: list[float] = []
+        b_hi: list[float] = []
+        y_lo: list[float] = []
+        y_hi: list[float] = []
+        for metric, per_grouping in details.metrics.items():
+            g = per_grouping.get(grouping)
+            if g is None:
                 continue
-            e = g.get("estimators") or {}
-            boot, bayes = e.get("bootstrap") or {}, e.get("bayesian") or {}
-            pair = g.get("pair") or {}
-            conv = g.get("convention") or {}
+            boot, bayes = g.estimators.bootstrap, g.estimators.bayesian
+            pair, conv = g.pair, g.convention
             label = DF_METRIC_LABELS.get(metric, metric)
             rows.append(
                 {
                     "metric": label,
-                    "epsilon": fmt_number(g.get("epsilon")),
-                    "convention": str(conv.get("name") or g.get("outcomes") or DASH),
-                    "epsilon_other": fmt_number(conv.get("other_epsilon")),
-                    "other_convention": str(conv.get("other_name") or DASH),
-                    "ratio": fmt_number(g.get("ratio")),
-                    "bootstrap": fmt_interval(boot.get("low"), boot.get("high")),
-                    "bayesian": fmt_interval(bayes.get("low"), bayes.get("high")),
-                    "headline": str(g.get("headline") or DASH),
+                    "epsilon": fmt_number(g.epsilon),
+                    "convention": conv.name or g.outcomes or DASH,
+                    "epsilon_other": fmt_number(conv.other_epsilon),
+                    "other_convention": conv.other_name or DASH,
+                    "ratio": fmt_number(g.ratio),
+                    "bootstrap": fmt_interval(boot.low, boot.high),
+                    "bayesian": fmt_interval(bayes.low, bayes.high),
+                    "headline": g.headline or DASH,
                     "pair": (
-                        f"{pair.get('high')} ({fmt_rate(pair.get('rate_high'))}) vs "
-                        f"{pair.get('low')} ({fmt_rate(pair.get('rate_low'))})"
-                        if pair
-                        else DASH
+                        f"{pair.high} ({fmt_rate(pair.rate_high)}) vs "
+                        f"{pair.low} ({fmt_rate(pair.rate_low)})"
                     ),
                 }
             )
             labels.append(label)
-            est.append(g.get("epsilon"))
-            b_lo.append(boot.get("low"))
-            b_hi.append(boot.get("high"))
-            y_lo.append(bayes.get("low"))
-            y_hi.append(bayes.get("high"))
+            est.append(g.epsilon)
+            b_lo.append(boot.low)
+            b_hi.append(boot.high)
+            y_lo.append(bayes.low)
+            y_hi.append(bayes.high)
         if not rows:
             continue
         plot = interval_forest_svg(
@@ -117,24 +117,24 @@ def view(result: MethodResult) -> dict[str, Any]:
     rates = intersection_rates_view(details)
     smallest = [
         {
-            "group": str(c.get("group")),
-            "n": fmt_count(c.get("n")),
-            "positives": fmt_count(c.get("positives")),
-            "status": str(c.get("status") or ""),
+            "group": c.group,
+            "n": fmt_count(c.n),
+            "positives": fmt_count(c.positives),
+            "status": c.status,
         }
-        for c in details.get("smallest") or []
+        for c in details.smallest
     ]
     return {
         "level": level,
-        "attributes": " × ".join(map(str, details.get("attributes") or [])),
-        "n_intersections": fmt_count(details.get("n_intersections")),
-        "outcomes": str(details.get("outcomes") or ""),
-        "convention": str(details.get("convention") or details.get("outcomes") or DASH),
-        "other_convention": str(details.get("other_convention") or DASH),
+        "attributes": " × ".join(details.attributes),
+        "n_intersections": fmt_count(details.n_intersections),
+        "outcomes": details.outcomes,
+        "convention": details.convention or details.outcomes or DASH,
+        "other_convention": details.other_convention or DASH,
         "blocks": blocks,
         "rates": rates,
         "smallest": smallest,
-        "notes": [str(n) for n in details.get("notes") or []],
+        "notes": list(details.notes),
     }
 
 
@@ -147,7 +147,18 @@ DF_RATE_LABELS: dict[str, str] = {
 DF_RATE_COLORS: dict[str, str] = {"selection_rate": "#2f5d8a", "base_rate": "#a4502a"}
 
 
-def intersection_rates_view(details: dict[str, Any]) -> dict[str, Any] | None:
+def _rate_columns(tab: GroupingRates) -> dict[str, RateColumns]:
+    """The rates of ``tab`` that the audited metrics used, in :data:`DF_RATE_LABELS` order."""
+    present = {
+        "selection_rate": tab.selection_rate,
+        "base_rate": tab.base_rate,
+        "tpr": tab.tpr,
+        "fpr": tab.fpr,
+    }
+    return {k: r for k in DF_RATE_LABELS if (r := present.get(k)) is not None}
+
+
+def intersection_rates_view(details: IntersectionalDetails) -> dict[str, Any] | None:
     """The rates ε compares, per intersection of the finest grouping: smoothed rate and
     Beta-posterior interval of each rate (table), and a forest plot of the selection and base
     rates (the largest :data:`~tasks.report.plots.MAX_PLOT_GROUPS` intersections).
@@ -155,27 +166,24 @@ def intersection_rates_view(details: dict[str, Any]) -> dict[str, Any] | None:
     ``None`` when the result carries no per-intersection rates (more intersections than the
     method details).
     """
-    all_rates = details.get("rates") or {}
-    if not all_rates:
+    if not details.rates:
         return None
-    grouping, tab = max(all_rates.items(), key=lambda kv: len(kv[1].get("attributes") or []))
-    names = [str(g) for g in tab.get("group") or []]
-    sizes = list(tab.get("n") or [])
-    keys = [k for k in DF_RATE_LABELS if isinstance(tab.get(k), dict)]
+    grouping, tab = max(details.rates.items(), key=lambda kv: len(kv[1].attributes))
+    names = list(tab.group)
+    sizes = list(tab.n)
+    columns = _rate_columns(tab)
+    keys = list(columns)
     rows = []
     for i, name in enumerate(names):
         cells = []
-        for k in keys:
-            r = tab[k]
-            status = (r.get("status") or [])[i] if i < len(r.get("status") or []) else "ok"
-            cell = with_interval(
-                {"estimate": r["rate"][i], "low": r["low"][i], "high": r["high"][i]}
-            )
+        for r in columns.values():
+            status = r.status[i] if i < len(r.status) else "ok"
+            cell = with_interval({"estimate": r.rate[i], "low": r.low[i], "high": r.high[i]})
             cells.append(cell if status == "ok" else f"{cell} ({status})")
         rows.append(
             {"group": name, "n": fmt_count(sizes[i] if i < len(sizes) else None), "cells": cells}
         )
-    plotted = [k for k in ("selection_rate", "base_rate") if k in keys]
+    plotted = [k for k in ("selection_rate", "base_rate") if k in columns]
     plot = None
     if plotted and names:
         entries = [
@@ -192,9 +200,9 @@ def intersection_rates_view(details: dict[str, Any]) -> dict[str, Any] | None:
                     {
                         "name": DF_RATE_LABELS[k],
                         "color": DF_RATE_COLORS[k],
-                        "estimate": [tab[k]["rate"][e["i"]] for e in shown],
-                        "low": [tab[k]["low"][e["i"]] for e in shown],
-                        "high": [tab[k]["high"][e["i"]] for e in shown],
+                        "estimate": [columns[k].rate[e["i"]] for e in shown],
+                        "low": [columns[k].low[e["i"]] for e in shown],
+                        "high": [columns[k].high[e["i"]] for e in shown],
                     }
                     for k in plotted
                 ],
@@ -202,7 +210,7 @@ def intersection_rates_view(details: dict[str, Any]) -> dict[str, Any] | None:
             )
         )
     return {
-        "grouping": str(grouping),
+        "grouping": grouping,
         "anchor": slug("df-rates", grouping),
         "labels": [DF_RATE_LABELS[k] for k in keys],
         "plotted": " and ".join(DF_RATE_LABELS[k].lower() for k in plotted),
