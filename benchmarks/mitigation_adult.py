@@ -43,6 +43,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import load_adult
 from fairengine.datasets.adult import FEATURES, NUMERIC
 from fairengine.mitigation import MitigationConfig, RTDPPostProcessor, run_mitigation
+from fairengine.mitigation.result import DeployedMitigation, VariantFailure
 from fairengine.roles import ColumnRoles
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
@@ -78,41 +79,42 @@ def fmt(x: float | None, d: int = 3) -> str:
 
 def variant_table(res, title: str) -> list[str]:
     d = res.details
-    base = d["base"]["test"]
+    assert isinstance(d, DeployedMitigation), res.reason
+    base = d.base.test
     lines = [
         f"#### {title}",
         "",
-        f"{len(d['levels'][0]) * len(d['levels'][1]) * len(d['levels'][2])} intersections; "
-        f"calibration {d['split']['fit_rows']:,} rows, held-out {d['split']['test_rows']:,} "
-        f"rows; target ε = {d['target_epsilon']:g}; step time {res.seconds:.1f} s.",
+        f"{len(d.levels[0]) * len(d.levels[1]) * len(d.levels[2])} intersections; "
+        f"calibration {d.split.fit_rows:,} rows, held-out {d.split.test_rows:,} "
+        f"rows; target ε = {d.target_epsilon:g}; step time {res.seconds:.1f} s.",
         "",
         "| rule | fit cost | fit ε | held-out ε (95 % interval) | 95 % upper bound | meets target "
         "(upper bound) | held-out cost (95 % CI) | accuracy | TPR | FPR | LPs | seconds |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    e = base["epsilon"]["eo"]
+    e = base.epsilon["eo"]
     lines.append(
-        f"| audited model (τ = 0.5) | — | — | {fmt(e['estimate'])} ({fmt(e['low'])}–"
-        f"{fmt(e['high'])}) | {fmt(e['upper_bound'])} | "
-        f"{'yes' if e['upper_bound'] <= d['target_epsilon'] else 'no'} | "
-        f"{fmt(base['loss']['estimate'], 4)} ({fmt(base['loss']['low'], 4)}–"
-        f"{fmt(base['loss']['high'], 4)}) | {fmt(base['accuracy']['estimate'], 4)} | "
-        f"{fmt(base['tpr']['estimate'])} | {fmt(base['fpr']['estimate'])} | — | — |"
+        f"| audited model (τ = 0.5) | — | — | {fmt(e.estimate)} ({fmt(e.low)}–"
+        f"{fmt(e.high)}) | {fmt(e.upper_bound)} | "
+        f"{'yes' if e.upper_bound <= d.target_epsilon else 'no'} | "
+        f"{fmt(base.loss.estimate, 4)} ({fmt(base.loss.low, 4)}–"
+        f"{fmt(base.loss.high, 4)}) | {fmt(base.accuracy.estimate, 4)} | "
+        f"{fmt(base.tpr.estimate)} | {fmt(base.fpr.estimate)} | — | — |"
     )
-    for v in d["variants"]:
-        if v["status"] != "ok":
-            lines.append(f"| {v['variant']} | {v['status']}: {v['reason'][:90]} |" + " |" * 10)
+    for v in d.variants:
+        if isinstance(v, VariantFailure):
+            lines.append(f"| {v.variant} | {v.status}: {v.reason[:90]} |" + " |" * 10)
             continue
-        t = v["test"]
-        e = t["epsilon"]["eo"]
+        t = v.test
+        e = t.epsilon["eo"]
         lines.append(
-            f"| {v['variant']}{' (deployed)' if v.get('deployed') else ''} | "
-            f"{fmt(v['fit_loss'], 4)} | {fmt(v['fit_epsilon']['eo'])} | {fmt(e['estimate'])} "
-            f"({fmt(e['low'])}–{fmt(e['high'])}) | {fmt(e['upper_bound'])} | "
-            f"{'yes' if v['meets_target'] else 'no'} | {fmt(t['loss']['estimate'], 4)} "
-            f"({fmt(t['loss']['low'], 4)}–{fmt(t['loss']['high'], 4)}) | "
-            f"{fmt(t['accuracy']['estimate'], 4)} | {fmt(t['tpr']['estimate'])} | "
-            f"{fmt(t['fpr']['estimate'])} | {v['n_lp_solves']} | {v['seconds']:.2f} |"
+            f"| {v.variant}{' (deployed)' if v.deployed else ''} | "
+            f"{fmt(v.fit_loss, 4)} | {fmt(v.fit_epsilon['eo'])} | {fmt(e.estimate)} "
+            f"({fmt(e.low)}–{fmt(e.high)}) | {fmt(e.upper_bound)} | "
+            f"{'yes' if v.meets_target else 'no'} | {fmt(t.loss.estimate, 4)} "
+            f"({fmt(t.loss.low, 4)}–{fmt(t.loss.high, 4)}) | "
+            f"{fmt(t.accuracy.estimate, 4)} | {fmt(t.tpr.estimate)} | "
+            f"{fmt(t.fpr.estimate)} | {v.n_lp_solves} | {v.seconds:.2f} |"
         )
     lines.append("")
     if res.warnings:
@@ -121,21 +123,20 @@ def variant_table(res, title: str) -> list[str]:
 
 
 def comparison_table(res) -> list[str]:
-    c = res.details.get("comparison")
+    d = res.details
+    c = d.comparison if isinstance(d, DeployedMitigation) else None
     if not c:
         return ["(no fairlearn comparison)", ""]
     lines = [
-        f"#### Single attribute ({c['attribute']}): RTDP vs fairlearn ThresholdOptimizer",
+        f"#### Single attribute ({c.attribute}): RTDP vs fairlearn ThresholdOptimizer",
         "",
         "Held-out split; ε smoothed (α = β = 0.5) over the attribute's groups; expected cost.",
         "",
         "| rule | held-out cost | accuracy | ε (eo) |",
         "|---|---|---|---|",
     ]
-    for r in c["rows"]:
-        lines.append(
-            f"| {r['name']} | {r['loss']:.4f} | {r['accuracy']:.4f} | {r['epsilon']['eo']:.3f} |"
-        )
+    for r in c.rows:
+        lines.append(f"| {r.name} | {r.loss:.4f} | {r.accuracy:.4f} | {r.epsilon['eo']:.3f} |")
     return [*lines, ""]
 
 

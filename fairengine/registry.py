@@ -46,6 +46,7 @@ from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.mitigation.config import MitigationConfig
+from fairengine.mitigation.result import DeployedMitigation, MitigationDetails
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.result import PermutationDetails
 from fairengine.results import MethodDetails, MethodResult, UnknownDetails, register_details
@@ -243,15 +244,17 @@ def _run_mitigation(
 
 
 def _mitigation_summary(result: MethodResult, config: MitigationConfig) -> str:
-    after = result.details["after"]["epsilon"]
-    registration = result.details.get("registration", {})
+    details = result.details
+    assert isinstance(details, DeployedMitigation)
+    registration = details.registration
     return (
         f"Mitigation ({config.deploy}, target ε={config.epsilon:g}): held-out "
         + ", ".join(
-            f"ε_{m} {e['estimate']:.3f} (upper {e['upper_bound']:.3f})" for m, e in after.items()
+            f"ε_{m} {e.estimate:.3f} (upper {e.upper_bound:.3f})"
+            for m, e in details.after.epsilon.items()
         )
-        + f" in {result.seconds or 0.0:.1f} s; target met: {registration.get('target_met')} "
-        f"({registration.get('reason')})"
+        + f" in {result.seconds or 0.0:.1f} s; target met: {registration.target_met} "
+        f"({registration.reason})"
     )
 
 
@@ -308,6 +311,7 @@ METHODS: list[MethodSpec] = [
         MitigationConfig,
         _run_mitigation,
         summary=_mitigation_summary,
+        details=MitigationDetails,
     ),
 ]
 """Every method of an audit, in report order."""

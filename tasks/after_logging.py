@@ -42,11 +42,11 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
     """Register the mitigated model (``methods.mitigation.register``) after the audit is logged.
 
     Registered only when ``methods.mitigation.register_if`` allows it (the held-out ε against the
-    target, ``details["registration"]``). The outcome, with its reason, is logged and kept in
+    target, ``details.registration``). The outcome, with its reason, is logged and kept in
     ``result.metadata["mitigation_registration"]`` (``registered``, ``reason``, ``uri``) for the
     CLI. A failure here is reported (log and warning) but does not undo the logged audit.
     """
-    from fairengine.mitigation import RegistrationDecision
+    from fairengine.mitigation.result import DeployedMitigation
 
     cfg, result, model_info = logged.config, logged.result, logged.model_info
     mcfg = cfg.methods.mitigation
@@ -64,7 +64,11 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
         why = "it did not run" if method is None else f"{method.status}: {method.reason}"
         not_registered(f"the mitigation step did not succeed ({why})")
         return None
-    decision = RegistrationDecision.from_dict(method.details["registration"])
+    details = method.details
+    if not isinstance(details, DeployedMitigation):  # a result read from an older audit.json
+        not_registered(f"the mitigation result holds no fitted rule ({type(details).__name__})")
+        return None
+    decision = details.registration
     if not decision.allowed:
         not_registered(decision.reason)
         return None
@@ -77,7 +81,7 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
     from tasks.mitigated_model import register_mitigated_model
 
     features = list(logged.roles.features or ())
-    inputs = list(dict.fromkeys([*features, *method.details["postprocessor"]["attributes"]]))
+    inputs = list(dict.fromkeys([*features, *details.postprocessor.attributes]))
     try:
         info = register_mitigated_model(
             method,

@@ -25,6 +25,7 @@ import pandas as pd
 from mlflow.pyfunc import PythonModel
 
 from fairengine.mitigation import RegistrationDecision, apply_rule
+from fairengine.mitigation.result import DeployedMitigation
 from fairengine.results import MethodResult
 
 #: Model-version tags of a mitigated version.
@@ -110,11 +111,15 @@ def register_mitigated_model(
     """Log the mitigated model into the audit run and register it as a new version of the
     audited registered model; returns ``{"uri", "name", "version"}``.
 
-    ``decision`` (the result's ``details["registration"]``) supplies the tags saying whether
+    ``decision`` (the result's ``details.registration``) supplies the tags saying whether
     the held-out ε met the target and its values; whether to register at all is the caller's
     choice (``methods.mitigation.register_if``).
 
-    Raises ``ValueError`` when the audited model is not a registry model (``models:/name/...``).
+    The rule file is ``details.postprocessor`` (:class:`~fairengine.mitigation.result.DeployedRule`)
+    as JSON, plus ``feature_columns`` and the audit's score source.
+
+    Raises ``ValueError`` when the audited model is not a registry model (``models:/name/...``)
+    or the result holds no fitted rule.
     """
     import mlflow
     from mlflow import MlflowClient
@@ -126,7 +131,15 @@ def register_mitigated_model(
             "methods.mitigation.register needs the audited model to be a registry model "
             f"(model.uri models:/name/version or models:/name@alias), got {base_uri!r}"
         )
-    rule = {**result.details["postprocessor"], "feature_columns": list(feature_columns)}
+    details = result.details
+    if not isinstance(details, DeployedMitigation):
+        raise ValueError(
+            f"the mitigation result holds no fitted rule (details: {type(details).__name__})"
+        )
+    rule: dict[str, Any] = {
+        **details.postprocessor.to_dict(),
+        "feature_columns": list(feature_columns),
+    }
     for key in ("score_source", "model_input"):  # score new rows as the audit scored its rows
         if model_info.get(key):
             rule[key] = model_info[key]

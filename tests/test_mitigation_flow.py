@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairengine.mitigation import RegistrationDecision
+from fairengine.mitigation.result import DeployedMitigation, VariantFit
+
 pytestmark = pytest.mark.flow
 
 
@@ -65,14 +68,22 @@ def _versions(client, name: str) -> list[str]:
     return sorted(str(mv.version) for mv in client.search_model_versions(f"name='{name}'"))
 
 
-def _assert_target_tags(tags: dict[str, str], registration: dict, policy: str) -> None:
+def _details(method) -> DeployedMitigation:
+    """The details of a mitigation result whose deployed variant was fitted."""
+    assert isinstance(method.details, DeployedMitigation), method.reason
+    return method.details
+
+
+def _assert_target_tags(
+    tags: dict[str, str], registration: RegistrationDecision, policy: str
+) -> None:
     """The version's tags say at which level the held-out ε met the target, and its values."""
-    assert tags["fairness.mitigation_target_met"] == registration["target_met"]
+    assert tags["fairness.mitigation_target_met"] == registration.target_met
     assert tags["fairness.mitigation_register_if"] == policy
     assert tags["fairness.mitigation_confidence_level"] == "0.95"
-    for m, v in registration["point"].items():
+    for m, v in registration.point.items():
         assert float(tags[f"fairness.mitigation_heldout_epsilon.{m}"]) == pytest.approx(v, 1e-5)
-    for m, v in registration["upper_bound"].items():
+    for m, v in registration.upper_bound.items():
         upper = float(tags[f"fairness.mitigation_heldout_epsilon_upper.{m}"])
         assert upper == pytest.approx(v, 1e-5)
 
@@ -124,26 +135,29 @@ def test_mitigated_model_is_registered_tagged_and_audited(tmp_path: Path, capsys
     mit = run.result.method("mitigation")
     assert mit.status == "ok", mit.reason
     # the audited model is unfair on sp; the deployed rule is within the target on the fit data
-    before = mit.details["base"]["test"]["epsilon"]["sp"]["estimate"]
-    after = mit.details["after"]["epsilon"]["sp"]
+    details = _details(mit)
+    before = details.base.test.epsilon["sp"].estimate
+    after = details.after.epsilon["sp"]
     assert before > 3 * target
-    overall = next(v for v in mit.details["variants"] if v["variant"] == "overall")
-    assert overall["fit_epsilon"]["sp"] <= target + 1e-7
-    assert overall["lp_max_violation"] <= 1e-8
-    assert after["low"] < after["high"] and after["upper_bound"] <= after["high"]
+    overall = next(v for v in details.variants if v.variant == "overall")
+    assert isinstance(overall, VariantFit)
+    assert overall.fit_epsilon["sp"] <= target + 1e-7
+    assert overall.lp_max_violation <= 1e-8
+    assert after.low < after.high and after.upper_bound <= after.high
     assert {f.key for f in mit.findings} >= {"mitigation.eps_before.sp", "mitigation.eps_after.sp"}
     # fairlearn comparison on one attribute (fairlearn is a test dependency)
-    names = [r["name"] for r in mit.details["comparison"]["rows"]]
+    assert details.comparison is not None
+    names = [r.name for r in details.comparison.rows]
     assert any("fairlearn" in n for n in names), mit.warnings
     # the report shows before/after
     html = Path(run.report_path).read_text()
     assert "Mitigation" in html and "overall" in html
 
     # a new version, tagged with this audit and with the missed target
-    registration = mit.details["registration"]
-    assert registration["target_met"] == "no" and registration["allowed"] is True
-    assert registration["point"]["sp"] == after["estimate"] > target
-    assert registration["upper_bound"]["sp"] == after["upper_bound"]
+    registration = details.registration
+    assert registration.target_met == "no" and registration.allowed is True
+    assert registration.point["sp"] == after.estimate > target
+    assert registration.upper_bound["sp"] == after.upper_bound
     new_uri = run.mlflow["mitigated_model_uri"]
     v2 = new_uri.rsplit("/", 1)[1]
     assert int(v2) == int(v1) + 1
@@ -153,11 +167,13 @@ def test_mitigated_model_is_registered_tagged_and_audited(tmp_path: Path, capsys
     assert mv.tags["fairness.mitigation_audit_run_id"] == run.mlflow["run_id"]
     _assert_target_tags(mv.tags, registration, "always")
     assert run.result.metadata["mitigation_registration"] == {
-        "registered": True, "reason": registration["reason"], "uri": new_uri
+        "registered": True,
+        "reason": registration.reason,
+        "uri": new_uri,
     }
     _print_outcome(run)
     printed = capsys.readouterr().out
-    assert f"Mitigated:   {new_uri}" in printed and registration["reason"] in printed
+    assert f"Mitigated:   {new_uri}" in printed and registration.reason in printed
 
     # the deployed model reproduces the rule in the audit JSON
     pyfunc = mlflow.pyfunc.load_model(new_uri)
@@ -167,6 +183,10 @@ def test_mitigated_model_is_registered_tagged_and_audited(tmp_path: Path, capsys
     expect, unknown = apply_rule(rule, df, model.predict_proba(df[["x1", "x2"]])[:, 1])
     assert unknown == 0
     np.testing.assert_allclose(pi, expect, atol=1e-12)
+    # the rule in the audit JSON is the typed rule's JSON, and both apply the same
+    assert rule == details.postprocessor.to_dict()
+    typed, _ = apply_rule(details.postprocessor, df, model.predict_proba(df[["x1", "x2"]])[:, 1])
+    np.testing.assert_array_equal(typed, expect)
     inputs = df[["x1", "x2", "sex", "race"]]
     decisions = pyfunc.predict(inputs, params={"decisions": True, "seed": 1})
     assert set(np.unique(decisions)) <= {0, 1}
@@ -194,7 +214,7 @@ def test_mitigated_model_is_registered_tagged_and_audited(tmp_path: Path, capsys
     assert eps2 < eps1 / 3
     # whole audit data (half was the fit split, where ε <= target; half held out): within the
     # range the held-out posterior gave for the mitigated rule
-    assert eps2 <= after["high"], (eps2, after)
+    assert eps2 <= after.high, (eps2, after)
 
 
 def test_registration_follows_register_if_and_the_held_out_bound(tmp_path: Path, capsys) -> None:
@@ -241,28 +261,28 @@ def test_registration_follows_register_if_and_the_held_out_bound(tmp_path: Path,
     run = audit_flow(config(epsilon=0.1))
     mit = run.result.method("mitigation")
     assert mit.status == "ok", mit.reason
-    registration = mit.details["registration"]
-    after = mit.details["after"]["epsilon"]["sp"]
-    assert after["upper_bound"] > 0.1
-    assert registration["policy"] == "upper_bound" and registration["allowed"] is False
-    assert registration["target_met"] in ("point", "no")
-    assert "upper bound" in registration["reason"]
-    assert "exceeds the target 0.1" in registration["reason"]
+    registration = _details(mit).registration
+    after = _details(mit).after.epsilon["sp"]
+    assert after.upper_bound > 0.1
+    assert registration.policy == "upper_bound" and registration.allowed is False
+    assert registration.target_met in ("point", "no")
+    assert "upper bound" in registration.reason
+    assert "exceeds the target 0.1" in registration.reason
     assert _versions(client, name) == [v1]
     assert "mitigated_model_uri" not in run.mlflow
     outcome = run.result.metadata["mitigation_registration"]
-    assert outcome == {"registered": False, "reason": registration["reason"], "uri": None}
+    assert outcome == {"registered": False, "reason": registration.reason, "uri": None}
     _print_outcome(run)
     printed = capsys.readouterr().out
-    assert f"Mitigated:   not registered because {registration['reason']}" in printed
+    assert f"Mitigated:   not registered because {registration.reason}" in printed
 
     # met at the upper bound: registered as the next version, tagged upper_bound
     run = audit_flow(config(epsilon=0.3, attributes=["sex"], robust_draws=50))
     mit = run.result.method("mitigation")
-    registration = mit.details["registration"]
-    after = mit.details["after"]["epsilon"]["sp"]
-    assert after["upper_bound"] <= 0.3 and after["estimate"] <= 0.3
-    assert registration["target_met"] == "upper_bound" and registration["allowed"] is True
+    registration = _details(mit).registration
+    after = _details(mit).after.epsilon["sp"]
+    assert after.upper_bound <= 0.3 and after.estimate <= 0.3
+    assert registration.target_met == "upper_bound" and registration.allowed is True
     new_uri = run.mlflow["mitigated_model_uri"]
     assert _versions(client, name) == sorted([v1, new_uri.rsplit("/", 1)[1]])
     mv = client.get_model_version(name, new_uri.rsplit("/", 1)[1])

@@ -25,6 +25,106 @@ def strict_round_trip(result: MethodResult) -> MethodResult:
 # --------------------------------------------------------------------------- permutation_tests
 
 
+# --------------------------------------------------------------------------- mitigation
+
+
+def _mitigation_dataset():
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    sex = rng.choice(["female", "male"], n, p=[0.4, 0.6])
+    race = rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])
+    y = rng.binomial(1, np.where(sex == "male", 0.45, 0.3))
+    x = rng.normal(y * 1.2, 1.0) + np.where(sex == "male", 0.8, 0.0) - 0.5
+    frame = pd.DataFrame({"sex": sex, "race": race, "y": y, "s": 1 / (1 + np.exp(-x))})
+    return AuditDataset.from_frame(
+        frame, ColumnRoles("y", ("sex", "race"), score="s"), threshold=0.5
+    )
+
+
+def _mitigation_config(**kw):
+    from fairengine.mitigation import MitigationConfig
+
+    return MitigationConfig(
+        enabled=True,
+        constraints=["sp"],
+        epsilon=0.2,
+        variants=["randomization_only", "thresholds_only", "overall"],
+        n_thresholds=10,
+        n_posterior=200,
+        n_realised=20,
+        **kw,
+    )
+
+
+def test_mitigation_details_round_trip() -> None:
+    from fairengine.mitigation import run_mitigation
+    from fairengine.mitigation.result import DeployedMitigation
+
+    r = run_mitigation(_mitigation_dataset(), _mitigation_config(), seed=0)
+    assert r.status == "ok", r.reason
+    assert isinstance(r.details, DeployedMitigation) and r.details.comparison is not None
+    d = r.to_dict()
+    back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
+    assert isinstance(back.details, DeployedMitigation)
+    assert back.details == r.details and back.to_dict() == d
+
+
+def test_mitigation_details_of_an_unfitted_deployed_variant_round_trip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deployed variant fails to fit: the details keep the variants and the audited model's
+    held-out evaluation (:class:`MitigationDetails`, not a deployed rule)."""
+    from fairengine.mitigation import MitigationInfeasible, RTDPPostProcessor, run_mitigation
+    from fairengine.mitigation.result import DeployedMitigation, MitigationDetails
+
+    fit = RTDPPostProcessor.fit
+
+    def failing_fit(self, *args, **kw):
+        if self.variant == "overall":
+            raise MitigationInfeasible("no rule fits (made to fail by the test)")
+        return fit(self, *args, **kw)
+
+    monkeypatch.setattr(RTDPPostProcessor, "fit", failing_fit)
+    r = run_mitigation(_mitigation_dataset(), _mitigation_config(compare_fairlearn=False), seed=0)
+    assert r.status == "failed" and "made to fail" in (r.reason or "")
+    d = r.to_dict()
+    back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
+    assert type(back.details) is MitigationDetails and not isinstance(
+        back.details, DeployedMitigation
+    )
+    assert back.details == r.details and back.to_dict() == d
+    assert [v.status for v in back.details.variants] == ["ok", "ok", "infeasible"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("mitigation_result_format1.json", "DeployedMitigation"),
+        ("mitigation_failed_result_format1.json", "MitigationDetails"),
+    ],
+)
+def test_mitigation_details_of_format_1_decode(name: str, kind: str) -> None:
+    """Results written before typed details (``tests/data``, commit 62fa723) read as today's
+    types; a fitted run's details give the same JSON again. The failed run's JSON gains two
+    keys as null: ``base.fit`` and each variant's ``deployed`` (absent when nothing was
+    deployed)."""
+    stored = json.loads((DATA / name).read_text())
+    r = MethodResult.from_dict(stored)
+    assert type(r.details).__name__ == kind
+    again = r.to_dict()["details"]
+    if kind == "DeployedMitigation":
+        assert again == stored["details"]
+    else:
+        assert again["base"] == {"fit": None, **stored["details"]["base"]}
+        assert again["variants"] == [{**v, "deployed": None} for v in stored["details"]["variants"]]
+
+
+# --------------------------------------------------------------------------- permutation_tests
+
+
 def _without_added_nulls(new: object, old: object) -> object:
     """``new`` without the keys ``old`` lacks, each of which must be null (an optional field
     written as null where the format-1 JSON left the key out)."""

@@ -8,8 +8,11 @@ derived predictor (RTDP) of Morina et al. (arXiv:1911.01468), notes ``intersecti
   with intervals, fairlearn comparison) returning a ``MethodResult``.
 * :func:`registration_decision`: whether ``register_if`` allows registering the mitigated model
   (held-out ε point estimate / upper bound against the target).
-* :func:`apply_rule`: apply a fitted rule (``details["postprocessor"]``) to a frame of raw
-  attribute values and scores, as the deployed MLflow model does.
+* :func:`apply_rule`: apply a fitted rule (``details.postprocessor``, a
+  :class:`~fairengine.mitigation.result.DeployedRule`, or its JSON) to a frame of raw attribute
+  values and scores, as the deployed MLflow model does.
+* :mod:`fairengine.mitigation.result`: the typed details (:class:`MitigationDetails`,
+  :class:`DeployedMitigation`).
 """
 
 from fairengine.mitigation.config import MitigationConfig
@@ -25,12 +28,16 @@ from fairengine.mitigation.registration import (
     RegistrationDecision,
     registration_decision,
 )
+from fairengine.mitigation.result import DeployedMitigation, DeployedRule, MitigationDetails
 from fairengine.mitigation.rule import apply_rule
 
 __all__ = [
     "REGISTER_POLICIES",
     "VARIANTS",
+    "DeployedMitigation",
+    "DeployedRule",
     "MitigationConfig",
+    "MitigationDetails",
     "MitigationError",
     "MitigationInfeasible",
     "RTDPPostProcessor",

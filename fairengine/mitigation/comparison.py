@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fairengine.intersectional.cells import table_from_arrays
 from fairengine.intersectional.metrics import differential_fairness
+from fairengine.mitigation.result import ComparisonRow
 
 #: our constraint -> fairlearn's constraints argument
 FAIRLEARN_CONSTRAINTS = {
@@ -81,13 +82,13 @@ def compare_row(
     alpha: float,
     beta: float,
     outcomes: str,
-) -> dict[str, Any]:
+) -> ComparisonRow:
     """Expected loss and smoothed ε per metric of decisions with P(ỹ = 1) = ``pi``."""
     table = table_from_arrays([attribute], [levels], [codes], y, pi, hard=False)
     loss = float(np.mean(np.where(y == 1, cost_fn * (1 - pi), cost_fp * pi)))
     eps = {
-        m: differential_fairness(table, m, alpha=alpha, beta=beta, outcomes=outcomes).epsilon
+        m: float(differential_fairness(table, m, alpha=alpha, beta=beta, outcomes=outcomes).epsilon)
         for m in metrics
     }
-    return {"name": name, "loss": loss, "accuracy": float(np.mean(np.where(y == 1, pi, 1 - pi))),
-            "epsilon": eps}
+    accuracy = float(np.mean(np.where(y == 1, pi, 1 - pi)))
+    return ComparisonRow(name=name, loss=loss, accuracy=accuracy, epsilon=eps)

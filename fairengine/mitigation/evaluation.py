@@ -23,51 +23,20 @@ audit's :func:`~fairengine.intersectional.metrics.rate_counts` reads (u, d) off 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from fairengine.intersectional.metrics import pairwise_epsilon, rate_counts
 from fairengine.mitigation.rates import CONSTRAINT_RATES, support_mask
+from fairengine.mitigation.result import EpsilonEstimate, Estimate, SplitEvaluation
 from fairengine.mitigation.scores import check_rows
 
 
 @dataclass
-class Estimate:
-    """A point estimate with a two-sided interval."""
-
-    estimate: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, float]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high}
-
-
-@dataclass
-class EpsilonEstimate:
-    """Held-out ε of one metric: point, posterior interval, one-sided bound, realised draws."""
-
-    metric: str
-    estimate: float
-    low: float
-    high: float
-    upper_bound: float
-    prob_below_target: float | None
-    pair: tuple[int, int]
-    component: str
-    realised_mean: float | None = None
-    realised_low: float | None = None
-    realised_high: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__, pair=list(self.pair))
-
-
-@dataclass
 class RuleEvaluation:
-    """Everything reported for one rule on one split."""
+    """Everything computed for one rule on one split: :meth:`record` is what the result keeps
+    (``group_rates``, the smoothed rate per intersection, feed its per-intersection table)."""
 
     epsilon: dict[str, EpsilonEstimate]
     loss: Estimate
@@ -78,16 +47,17 @@ class RuleEvaluation:
     group_rates: dict[str, np.ndarray] = field(default_factory=dict)
     confidence_level: float = 0.95
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "epsilon": {m: e.to_dict() for m, e in self.epsilon.items()},
-            "loss": self.loss.to_dict(),
-            "accuracy": self.accuracy.to_dict(),
-            "tpr": self.tpr.to_dict(),
-            "fpr": self.fpr.to_dict(),
-            "selection_rate": self.selection_rate.to_dict(),
-            "confidence_level": self.confidence_level,
-        }
+    def record(self) -> SplitEvaluation:
+        """The evaluation as the result's details keep it."""
+        return SplitEvaluation(
+            epsilon=dict(self.epsilon),
+            loss=self.loss,
+            accuracy=self.accuracy,
+            tpr=self.tpr,
+            fpr=self.fpr,
+            selection_rate=self.selection_rate,
+            confidence_level=self.confidence_level,
+        )
 
 
 def rule_cells(
@@ -207,6 +177,10 @@ def evaluate_rule(
                 )
         assert best is not None
         lo_q, hi_q = _quantiles(draw_eps, [gamma / 2, 1 - gamma / 2])
+        summary: tuple[float | None, float | None, float | None] = (None, None, None)
+        if real_eps is not None:  # mean and interval of the realised ε
+            rl, rh = _quantiles(real_eps, [gamma / 2, 1 - gamma / 2])
+            summary = (float(real_eps.mean()), float(rl), float(rh))
         eps[m] = EpsilonEstimate(
             metric=m,
             estimate=best[0],
@@ -216,11 +190,10 @@ def evaluate_rule(
             prob_below_target=None if target is None else float(np.mean(draw_eps <= target)),
             pair=best[1],
             component=best[2],
+            realised_mean=summary[0],
+            realised_low=summary[1],
+            realised_high=summary[2],
         )
-        if real_eps is not None:
-            rl, rh = _quantiles(real_eps, [gamma / 2, 1 - gamma / 2])
-            eps[m].realised_mean = float(real_eps.mean())
-            eps[m].realised_low, eps[m].realised_high = float(rl), float(rh)
     # per-row expected loss / decision by cell [s, y, above]
     y1 = np.zeros(cells.shape)
     y1[:, 1, :] = 1.0

@@ -9,11 +9,13 @@ split (:func:`fairengine.mitigation.evaluation.evaluate_rule`). It returns a
 before and after (the deployed variant) and the expected loss before and after, with intervals.
 They are estimates, not tests: the audit's verdict is about the audited model; the report shows
 whether the mitigated rule meets the target (one-sided upper bound ≤ ε, and the point estimate).
-``details["registration"]`` says whether ``register_if`` allows registering the deployed rule
-(:func:`fairengine.mitigation.registration.registration_decision`).
-
-``details["postprocessor"]`` holds the deployed rule as plain data (attributes, levels, bins,
-thresholds, p, q), from which :mod:`tasks.mitigated_model` builds the MLflow pyfunc model.
+Its details are a :class:`~fairengine.mitigation.result.DeployedMitigation`
+(:class:`~fairengine.mitigation.result.MitigationDetails` when the deployed variant could not be
+fitted): ``registration`` says whether ``register_if`` allows registering the deployed rule
+(:func:`fairengine.mitigation.registration.registration_decision`); ``postprocessor`` holds the
+deployed rule as plain data (:class:`~fairengine.mitigation.result.DeployedRule`: attributes,
+levels, bins, thresholds, p, q), from which :mod:`tasks.mitigated_model` builds the MLflow pyfunc
+model.
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ from fairengine.mitigation.lp import MitigationError
 from fairengine.mitigation.postprocessor import MitigationInfeasible, RTDPPostProcessor
 from fairengine.mitigation.rates import CONSTRAINT_RATES, support_mask
 from fairengine.mitigation.registration import registration_decision, target_met_level
+from fairengine.mitigation.result import (
+    BaseEvaluation,
+    Comparison,
+    DeployedMitigation,
+    DeployedRule,
+    IntersectionRow,
+    MitigationDetails,
+    RateChange,
+    Split,
+    VariantFailure,
+    VariantFit,
+)
 from fairengine.mitigation.split import stratified_split
 from fairengine.results import Finding, Interval, MethodResult
 
@@ -189,102 +203,106 @@ def run_mitigation(
     base_test = evaluate(base_tau, zeros, ones, test_idx)
     base_fit = evaluate(base_tau, zeros, ones, fit_idx)
 
-    variants: list[dict[str, Any]] = []
+    variants: list[VariantFit | VariantFailure] = []
     fitted: dict[str, RTDPPostProcessor] = {}
     for variant in cfg.variants:
         t0 = time.perf_counter()
         post = cfg.postprocessor(variant, base_threshold=tau0, seed=seed)
-        row: dict[str, Any] = {"variant": variant, "title": VARIANT_TITLES[variant]}
+        title = VARIANT_TITLES[variant]
         try:
             g, yy, f, w = rows(fit_idx)
             post.fit(g, yy, f, w, grid_shape=shape)
         except MitigationInfeasible as exc:
-            row.update(status="infeasible", reason=str(exc))
-            variants.append(row)
+            variants.append(VariantFailure(variant, title, "infeasible", str(exc)))
             continue
         except MitigationError as exc:
-            row.update(status="failed", reason=str(exc))
-            variants.append(row)
+            variants.append(VariantFailure(variant, title, "failed", str(exc)))
             continue
         fitted[variant] = post
         test = evaluate(post.thresholds_, post.p_, post.q_, test_idx)
         level = target_met_level(test.epsilon, cfg.epsilon)
-        row.update(
-            status="ok",
-            fit_loss=post.fit_loss_,
-            fit_epsilon=post.fit_epsilon_,
-            test=test.to_dict(),
-            meets_target=level == "upper_bound",
-            point_meets_target=level != "no",
-            n_lp_solves=post.n_lp_solves_,
-            sweeps=post.sweeps_,
-            lp_max_violation=post.lp_max_violation_,
-            thresholds_feasible=post.thresholds_feasible_,
-            seconds=round(time.perf_counter() - t0, 4),
-            warnings=list(post.warnings_),
+        variants.append(
+            VariantFit(
+                variant=variant,
+                title=title,
+                status="ok",
+                fit_loss=post.fit_loss_,
+                fit_epsilon=dict(post.fit_epsilon_),
+                test=test.record(),
+                meets_target=level == "upper_bound",
+                point_meets_target=level != "no",
+                n_lp_solves=post.n_lp_solves_,
+                sweeps=post.sweeps_,
+                lp_max_violation=post.lp_max_violation_,
+                thresholds_feasible=post.thresholds_feasible_,
+                seconds=round(time.perf_counter() - t0, 4),
+                warnings=tuple(post.warnings_),
+            )
         )
-        variants.append(row)
 
     deployed = fitted.get(cfg.deploy)
     if deployed is None:
-        why = next((v.get("reason") for v in variants if v["variant"] == cfg.deploy), "")
+        why = next(
+            (
+                v.reason
+                for v in variants
+                if isinstance(v, VariantFailure) and v.variant == cfg.deploy
+            ),
+            "",
+        )
         return MethodResult(
             METHOD,
             TITLE,
             status="failed",
             reason=f"the deployed variant {cfg.deploy!r} could not be fitted: {why}",
             parameters=_parameters(cfg),
-            details={"variants": variants, "base": {"test": base_test.to_dict()}},
+            details=MitigationDetails(
+                variants=tuple(variants), base=BaseEvaluation(test=base_test.record())
+            ),
             warnings=warnings,
             seconds=round(time.perf_counter() - start, 4),
         )
     after = evaluate(deployed.thresholds_, deployed.p_, deployed.q_, test_idx)
-    for v in variants:
-        v["deployed"] = v["variant"] == cfg.deploy
     comparison = _fairlearn_comparison(
         cfg, dataset, attrs, levels, groups, y, score, fit_idx, test_idx, tau0, seed, warnings
     )
     findings = _findings(cfg, base_test, after)
-    details: dict[str, Any] = {
-        "attributes": attrs,
-        "levels": [list(lv) for lv in levels],
-        "bins": {a: list(e) for a, e in cfg.bins.items()},
-        "grid_shape": list(shape),
-        "constraints": list(cfg.constraints),
-        "target_epsilon": cfg.epsilon,
-        "base_threshold": tau0,
-        "split": {
-            "fit_rows": int(fit_idx.size),
-            "test_rows": int(test_idx.size),
-            "test_size": cfg.test_size,
-            "stratified_by": "intersection × label",
-        },
-        "base": {"fit": base_fit.to_dict(), "test": base_test.to_dict()},
-        "after": after.to_dict(),
-        # whether register_if allows registering this rule (fairengine.mitigation.registration)
-        "registration": registration_decision(
-            after.epsilon, cfg.epsilon, cfg.register_if, cfg.confidence_level
-        ).to_dict(),
-        "variants": variants,
-        "deploy": cfg.deploy,
-        "comparison": comparison,
-        "postprocessor": {
-            **deployed.rules(),
-            "attributes": attrs,
-            "levels": [list(lv) for lv in levels],
-            "bins": {a: list(e) for a, e in cfg.bins.items()},
-            "score_type": dataset.score_type,
-        },
-    }
+    intersections = None
     if k <= DETAILS_MAX_INTERSECTIONS:
-        details["intersections"] = _intersection_rows(
-            deployed, names, sizes_fit, sizes_test, base_test, after
-        )
+        intersections = _intersection_rows(deployed, names, sizes_fit, sizes_test, base_test, after)
     else:
         warnings.append(
             f"{k} intersections: the per-intersection table is omitted from the report "
             f"(over {DETAILS_MAX_INTERSECTIONS}); the rule is in details.postprocessor"
         )
+    levels_out = tuple(tuple(lv) for lv in levels)
+    bins_out = {a: tuple(e) for a, e in cfg.bins.items()}
+    details = DeployedMitigation(
+        attributes=tuple(attrs),
+        levels=levels_out,
+        bins=bins_out,
+        grid_shape=tuple(shape),
+        constraints=tuple(cfg.constraints),
+        target_epsilon=cfg.epsilon,
+        base_threshold=tau0,
+        split=Split(
+            fit_rows=int(fit_idx.size),
+            test_rows=int(test_idx.size),
+            test_size=cfg.test_size,
+            stratified_by="intersection × label",
+        ),
+        base=BaseEvaluation(fit=base_fit.record(), test=base_test.record()),
+        after=after.record(),
+        # whether register_if allows registering this rule (fairengine.mitigation.registration)
+        registration=registration_decision(
+            after.epsilon, cfg.epsilon, cfg.register_if, cfg.confidence_level
+        ),
+        variants=tuple(dataclasses.replace(v, deployed=v.variant == cfg.deploy) for v in variants),
+        deploy=cfg.deploy,
+        comparison=comparison,
+        postprocessor=_deployed_rule(deployed, attrs, levels_out, bins_out, dataset.score_type),
+        intersections=intersections,
+    )
     warnings += list(deployed.warnings_)
     return MethodResult(
         METHOD,
@@ -294,6 +312,33 @@ def run_mitigation(
         details=details,
         warnings=warnings,
         seconds=round(time.perf_counter() - start, 4),
+    )
+
+
+def _deployed_rule(
+    post: RTDPPostProcessor,
+    attrs: list[str],
+    levels: tuple[tuple[str, ...], ...],
+    bins: dict[str, tuple[float, ...]],
+    score_type: str,
+) -> DeployedRule:
+    """The fitted rule as plain data (:meth:`RTDPPostProcessor.rules` and the intersections)."""
+    return DeployedRule(
+        thresholds=tuple(post.thresholds_.tolist()),
+        p=tuple(post.p_.tolist()),
+        q=tuple(post.q_.tolist()),
+        grid_shape=tuple(int(n) for n in post.grid_shape_),
+        seen=tuple(post.seen_.tolist()),
+        source=tuple(post.source_.tolist()),
+        global_source=post.global_source_,
+        constraints=tuple(post.constraints),
+        epsilon=post.epsilon,
+        variant=post.variant,
+        outcomes=post.outcomes,
+        attributes=tuple(attrs),
+        levels=levels,
+        bins=bins,
+        score_type=score_type,
     )
 
 
@@ -339,8 +384,10 @@ def _findings(
                 ),
             )
         )
-    for key, ev, who in (("loss_before", before, "audited model"), ("loss_after", after,
-                                                                     "mitigated")):
+    for key, ev, who in (
+        ("loss_before", before, "audited model"),
+        ("loss_after", after, "mitigated"),
+    ):
         out.append(
             Finding(
                 key=f"mitigation.{key}",
@@ -360,26 +407,29 @@ def _intersection_rows(
     sizes_test: np.ndarray,
     before: RuleEvaluation,
     after: RuleEvaluation,
-) -> list[dict[str, Any]]:
+) -> tuple[IntersectionRow, ...]:
+    rates = sorted({r for m in post.constraints for r in CONSTRAINT_RATES[m]})
     out = []
     for s, name in enumerate(names):
         tau, p, q = float(post.thresholds_[s]), float(post.p_[s]), float(post.q_[s])
-        row: dict[str, Any] = {
-            "intersection": name,
-            "n_fit": int(sizes_fit[s]),
-            "n_test": int(sizes_test[s]),
-            "threshold": tau,
-            "p": p,
-            "q": q,
-            "rule": rule_text(tau, p, q),
-            "fallback_from": None if post.seen_[s] else names[int(post.source_[s])],
-            "binding": sorted({str(b[s]) for b in post.binding_.values() if b[s]}),
-        }
-        for r in sorted({r for m in post.constraints for r in CONSTRAINT_RATES[m]}):
-            row[f"{r}_before"] = _num(before.group_rates[r][s])
-            row[f"{r}_after"] = _num(after.group_rates[r][s])
-        out.append(row)
-    return out
+        out.append(
+            IntersectionRow(
+                intersection=name,
+                n_fit=int(sizes_fit[s]),
+                n_test=int(sizes_test[s]),
+                threshold=tau,
+                p=p,
+                q=q,
+                rule=rule_text(tau, p, q),
+                fallback_from=None if post.seen_[s] else names[int(post.source_[s])],
+                binding=tuple(sorted({str(b[s]) for b in post.binding_.values() if b[s]})),
+                rates={
+                    r: RateChange(_num(before.group_rates[r][s]), _num(after.group_rates[r][s]))
+                    for r in rates
+                },
+            )
+        )
+    return tuple(out)
 
 
 def _num(x: float) -> float | None:
@@ -400,7 +450,7 @@ def _fairlearn_comparison(
     tau0: float,
     seed: int,
     warnings: list[str],
-) -> dict[str, Any] | None:
+) -> Comparison | None:
     """Loss and ε on one attribute: base, RTDP at ε and at 0, fairlearn ThresholdOptimizer."""
     if not cfg.compare_fairlearn:
         return None
@@ -433,7 +483,13 @@ def _fairlearn_comparison(
     rows = [
         compare_row(
             f"audited model (threshold {tau0:g})",
-            (score[test_idx] > tau0).astype(float), yt, ct, lv, attribute, metrics, **kw
+            (score[test_idx] > tau0).astype(float),
+            yt,
+            ct,
+            lv,
+            attribute,
+            metrics,
+            **kw,
         )
     ]
     for eps in (cfg.epsilon, 0.0):
@@ -443,7 +499,6 @@ def _fairlearn_comparison(
         rows.append(
             compare_row(f"RTDP {cfg.deploy}, ε = {eps:g}", pi, yt, ct, lv, attribute, metrics, **kw)
         )
-    out: dict[str, Any] = {"attribute": attribute, "rows": rows, "fairlearn": None}
     if len(metrics) > 1:
         warnings.append("fairlearn comparison uses only the first constraint (one at a time)")
     try:
@@ -455,15 +510,20 @@ def _fairlearn_comparison(
         )
     except ImportError:
         warnings.append("fairlearn comparison skipped: fairlearn is not installed")
-        return out
+        return Comparison(attribute, tuple(rows), None)
     except Exception as exc:  # fairlearn's own failure: reported, not fatal
         warnings.append(f"fairlearn ThresholdOptimizer failed: {type(exc).__name__}: {exc}")
-        return out
+        return Comparison(attribute, tuple(rows), None)
     rows.append(
         compare_row(
             f"fairlearn ThresholdOptimizer ({metrics[0]}, exact parity)",
-            pi, yt, ct, lv, attribute, metrics, **kw
+            pi,
+            yt,
+            ct,
+            lv,
+            attribute,
+            metrics,
+            **kw,
         )
     )
-    out["fairlearn"] = metrics[0]
-    return out
+    return Comparison(attribute, tuple(rows), metrics[0])

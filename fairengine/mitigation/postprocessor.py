@@ -140,8 +140,10 @@ class RTDPPostProcessor:
             return ConfigError(f"{name} must be {what}, got {getattr(self, name)!r}")
 
         cons = list(self.constraints)
-        if not cons or any(c not in MITIGATION_METRICS for c in cons) or len(set(cons)) != len(
-            cons
+        if (
+            not cons
+            or any(c not in MITIGATION_METRICS for c in cons)
+            or len(set(cons)) != len(cons)
         ):
             raise ConfigError(
                 f"constraints must be a non-empty list of distinct metrics from "
@@ -411,7 +413,12 @@ class RTDPPostProcessor:
         self.fit_rates_ = {}
         for r in rates:
             blk = affine_rate(
-                r, up, un, data.totals, masks[r], alpha=self.smoothing_alpha,
+                r,
+                up,
+                un,
+                data.totals,
+                masks[r],
+                alpha=self.smoothing_alpha,
                 beta=self.smoothing_beta,
             )
             self.fit_rates_[r] = blk.values(p, q)
@@ -457,6 +464,13 @@ class RTDPPostProcessor:
         pi = self.predict_proba(groups, score)
         return (np.random.default_rng(random_state).random(pi.shape[0]) < pi).astype(int)
 
+    @property
+    def global_source_(self) -> int:
+        """The intersection whose rule rows of a category unseen at fit time get: the largest
+        fitted one."""
+        self._check_fitted()
+        return int(np.argmax(np.where(self.seen_, self.fit_sizes_, -1)))
+
     def rules(self) -> dict[str, Any]:
         """The fitted rule as plain data (thresholds, p, q per intersection and the settings)."""
         self._check_fitted()
@@ -467,7 +481,7 @@ class RTDPPostProcessor:
             "grid_shape": list(self.grid_shape_),
             "seen": self.seen_.tolist(),
             "source": self.source_.tolist(),
-            "global_source": int(np.argmax(np.where(self.seen_, self.fit_sizes_, -1))),
+            "global_source": self.global_source_,
             "constraints": list(self.constraints),
             "epsilon": self.epsilon,
             "variant": self.variant,

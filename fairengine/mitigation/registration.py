@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairengine.errors import ConfigError
-from fairengine.mitigation.evaluation import EpsilonEstimate
 from fairengine.results import decode_float, encode_float
+
+if TYPE_CHECKING:  # fairengine.mitigation.result imports this module
+    from fairengine.mitigation.result import EpsilonEstimate
 
 #: Values of ``methods.mitigation.register_if``, strictest first.
 REGISTER_POLICIES = ("upper_bound", "point", "always")
@@ -111,9 +113,7 @@ def registration_decision(
         )
     level = target_met_level(epsilon, target)
     allowed = (
-        policy == "always"
-        or level == "upper_bound"
-        or (policy == "point" and level == "point")
+        policy == "always" or level == "upper_bound" or (policy == "point" and level == "point")
     )
     point = {m: float(e.estimate) for m, e in epsilon.items()}
     upper = {m: float(e.upper_bound) for m, e in epsilon.items()}

@@ -136,9 +136,7 @@ class GroupScores:
 
     def all_scores(self, s: int) -> np.ndarray:
         """Every score of intersection ``s`` (both labels), unsorted."""
-        parts = [
-            self.scores[v][self.offsets[v][s] : self.offsets[v][s + 1]] for v in (0, 1)
-        ]
+        parts = [self.scores[v][self.offsets[v][s] : self.offsets[v][s + 1]] for v in (0, 1)]
         return np.concatenate(parts)
 
 

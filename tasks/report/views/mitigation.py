@@ -1,13 +1,22 @@
 """Report view of the mitigation step: before/after on held-out data, per variant and per
-intersection, and the fairlearn comparison (``templates/mitigation_block.html.j2``)."""
+intersection, and the fairlearn comparison (``templates/methods/mitigation.html.j2``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from markupsafe import Markup
 
-from fairengine.results import MethodResult, UnknownDetails
+from fairengine.mitigation.result import (
+    DeployedMitigation,
+    EpsilonEstimate,
+    Estimate,
+    SplitEvaluation,
+    VariantFailure,
+    VariantFit,
+)
+from fairengine.results import MethodResult
 from tasks.report.format import (
     DASH,
     fmt_interval,
@@ -19,87 +28,105 @@ from tasks.report.format import (
 from tasks.report.plots import interval_forest_svg
 
 METHOD = "mitigation"
-DETAILS = UnknownDetails
+DETAILS = DeployedMitigation
 TEMPLATE = "methods/mitigation.html.j2"
 
 
-def _eps_cells(e: dict[str, Any] | None) -> dict[str, str]:
-    if not e:
+def _eps_cells(e: EpsilonEstimate | None) -> dict[str, str]:
+    if e is None:
         return {"estimate": DASH, "interval": DASH, "upper": DASH}
     return {
-        "estimate": fmt_number(e.get("estimate")),
-        "interval": fmt_interval(e.get("low"), e.get("high")),
-        "upper": fmt_number(e.get("upper_bound")),
+        "estimate": fmt_number(e.estimate),
+        "interval": fmt_interval(e.low, e.high),
+        "upper": fmt_number(e.upper_bound),
     }
 
 
-def _est(e: dict[str, Any] | None, fmt: Any = fmt_rate) -> str:
-    if not e:
-        return DASH
-    return f"{fmt(e.get('estimate'))} [{fmt(e.get('low'))}, {fmt(e.get('high'))}]"
+def _est(e: Estimate, fmt: Callable[[Any], str] = fmt_rate) -> str:
+    return f"{fmt(e.estimate)} [{fmt(e.low)}, {fmt(e.high)}]"
+
+
+def _row(
+    name: str, test: SplitEvaluation, metrics: list[str], target: float, v: VariantFit | None
+) -> dict[str, Any]:
+    """One row of the variants table: the audited model (``v`` None) or a fitted variant."""
+    if v is None:
+        meets = (
+            "yes"
+            if all(m in test.epsilon and test.epsilon[m].upper_bound <= target for m in metrics)
+            else "no"
+        )
+    else:
+        meets = (
+            "yes" if v.meets_target else ("point estimate only" if v.point_meets_target else "no")
+        )
+    return {
+        "name": name,
+        "eps": [_eps_cells(test.epsilon.get(m)) for m in metrics],
+        "meets": meets,
+        "loss": _est(test.loss, fmt_number),
+        "accuracy": _est(test.accuracy),
+        "tpr": _est(test.tpr),
+        "fpr": _est(test.fpr),
+        "fit_loss": fmt_number(v.fit_loss) if v else DASH,
+        "seconds": fmt_seconds(v.seconds) if v else DASH,
+        "status": "ok",
+        "reason": "",
+    }
+
+
+def _failed_row(name: str, v: VariantFailure, metrics: list[str]) -> dict[str, Any]:
+    """A variant that could not be fitted: its status and reason."""
+    return {
+        "name": name,
+        "eps": [_eps_cells(None) for _ in metrics],
+        "meets": "no",
+        "loss": DASH,
+        "accuracy": DASH,
+        "tpr": DASH,
+        "fpr": DASH,
+        "fit_loss": DASH,
+        "seconds": DASH,
+        "status": v.status,
+        "reason": v.reason,
+    }
 
 
 def view(result: MethodResult) -> dict[str, Any]:
     """Rows for the variants table (audited model first), a forest plot of held-out ε against
     the target, the deployed rule per intersection, and the fairlearn comparison."""
-    method = result.to_dict()
-    d = method.get("details") or {}
-    target = d.get("target_epsilon")
-    metrics = list(d.get("constraints") or [])
-    level = fmt_level((d.get("after") or {}).get("confidence_level", 0.95))
-    rows = []
-    base = (d.get("base") or {}).get("test") or {}
-
-    def row(name: str, test: dict[str, Any], v: dict[str, Any] | None) -> dict[str, Any]:
-        eps = {m: _eps_cells((test.get("epsilon") or {}).get(m)) for m in metrics}
-        if v is None:
-            meets = (
-                "yes"
-                if all(
-                    (test.get("epsilon") or {}).get(m, {}).get("upper_bound", 1e9) <= target
-                    for m in metrics
-                )
-                else "no"
-            )
-        else:
-            meets = (
-                "yes"
-                if v.get("meets_target")
-                else ("point estimate only" if v.get("point_meets_target") else "no")
-            )
-        return {
-            "name": name,
-            "eps": [eps[m] for m in metrics],
-            "meets": meets,
-            "loss": _est(test.get("loss"), lambda x: fmt_number(x)),
-            "accuracy": _est(test.get("accuracy")),
-            "tpr": _est(test.get("tpr")),
-            "fpr": _est(test.get("fpr")),
-            "fit_loss": fmt_number(v.get("fit_loss")) if v else DASH,
-            "seconds": fmt_seconds(v.get("seconds")) if v else DASH,
-            "status": "ok" if v is None else v.get("status", "ok"),
-            "reason": "" if v is None else (v.get("reason") or ""),
-        }
-
-    rows.append(row(f"audited model (threshold {fmt_number(d.get('base_threshold'))})", base, None))
-    labels, est, lo, hi = ["audited model"], [], [], []
+    d = result.details
+    assert isinstance(d, DeployedMitigation)
+    target = d.target_epsilon
+    metrics = list(d.constraints)
+    level = fmt_level(d.after.confidence_level)
+    base = d.base.test
+    rows = [
+        _row(
+            f"audited model (threshold {fmt_number(d.base_threshold)})", base, metrics, target, None
+        )
+    ]
+    labels: list[str] = ["audited model"]
+    est: list[float | None] = []
+    lo: list[float | None] = []
+    hi: list[float | None] = []
     first = metrics[0] if metrics else None
 
-    def add_point(test: dict[str, Any]) -> None:
-        e = (test.get("epsilon") or {}).get(first) or {}
-        est.append(e.get("estimate"))
-        lo.append(e.get("low"))
-        hi.append(e.get("high"))
+    def add_point(test: SplitEvaluation) -> None:
+        e = test.epsilon.get(first) if first is not None else None
+        est.append(None if e is None else e.estimate)
+        lo.append(None if e is None else e.low)
+        hi.append(None if e is None else e.high)
 
     add_point(base)
-    for v in d.get("variants") or []:
-        name = v["variant"] + (" (deployed)" if v.get("deployed") else "")
-        if v.get("status") != "ok":
-            rows.append({**row(name, {}, v), "status": v.get("status"), "reason": v.get("reason")})
+    for v in d.variants:
+        name = v.variant + (" (deployed)" if v.deployed else "")
+        if isinstance(v, VariantFailure):
+            rows.append(_failed_row(name, v, metrics))
             continue
-        rows.append(row(name, v.get("test") or {}, v))
+        rows.append(_row(name, v.test, metrics, target, v))
         labels.append(name)
-        add_point(v.get("test") or {})
+        add_point(v.test)
     plot = None
     if first is not None:
         plot = Markup(
@@ -119,50 +146,45 @@ def view(result: MethodResult) -> dict[str, Any]:
                 salt="mitigation",
             )
         )
+    rows_i = d.intersections or ()
+    rates = sorted(rows_i[0].rates) if rows_i else []  # the constrained rates
     inter = []
-    rates: list[str] = []
-    for r in d.get("intersections") or []:
-        if not rates:
-            rates = sorted(k[: -len("_before")] for k in r if k.endswith("_before"))
+    for r in rows_i:
         inter.append(
             {
-                "group": r["intersection"],
-                "n_fit": r["n_fit"],
-                "n_test": r["n_test"],
-                "rule": r["rule"]
-                + (f" (rule of {r['fallback_from']})" if r.get("fallback_from") else ""),
-                "binding": ", ".join(r.get("binding") or []) or DASH,
+                "group": r.intersection,
+                "n_fit": r.n_fit,
+                "n_test": r.n_test,
+                "rule": r.rule + (f" (rule of {r.fallback_from})" if r.fallback_from else ""),
+                "binding": ", ".join(r.binding) or DASH,
                 "rates": [
-                    f"{fmt_rate(r.get(f'{k}_before'))} → {fmt_rate(r.get(f'{k}_after'))}"
-                    for k in rates
+                    f"{fmt_rate(r.rates[k].before)} → {fmt_rate(r.rates[k].after)}" for k in rates
                 ],
             }
         )
-    comp = d.get("comparison") or None
     comparison = None
-    if comp:
+    if d.comparison is not None:
         comparison = {
-            "attribute": comp.get("attribute"),
+            "attribute": d.comparison.attribute,
             "metrics": metrics,
             "rows": [
                 {
-                    "name": r["name"],
-                    "loss": fmt_number(r["loss"]),
-                    "accuracy": fmt_rate(r["accuracy"]),
-                    "eps": [fmt_number((r.get("epsilon") or {}).get(m)) for m in metrics],
+                    "name": c.name,
+                    "loss": fmt_number(c.loss),
+                    "accuracy": fmt_rate(c.accuracy),
+                    "eps": [fmt_number(c.epsilon.get(m)) for m in metrics],
                 }
-                for r in comp.get("rows") or []
+                for c in d.comparison.rows
             ],
         }
-    split = d.get("split") or {}
     return {
         "target": fmt_number(target),
         "metrics": metrics,
         "level": level,
-        "attributes": " × ".join(d.get("attributes") or []),
-        "fit_rows": split.get("fit_rows"),
-        "test_rows": split.get("test_rows"),
-        "deploy": d.get("deploy"),
+        "attributes": " × ".join(d.attributes),
+        "fit_rows": d.split.fit_rows,
+        "test_rows": d.split.test_rows,
+        "deploy": d.deploy,
         "rows": rows,
         "plot": plot,
         "intersections": inter,
