@@ -136,14 +136,22 @@ def _decode(tp: object, data: object, path: str) -> object:
     if origin is Union or origin is types.UnionType:
         if data is None and type(None) in args:
             return None
-        errors = []
-        for arm in args:
-            if arm is type(None):
-                continue
+        errors: list[ResultFormatError] = []
+        arms = [a for a in args if a is not type(None)]
+        for arm in arms:
             try:
                 return _decode(arm, data, path)
             except ResultFormatError as exc:
-                errors.append(str(exc))
+                errors.append(exc)
+        # the error of the arm the value was meant for: the only arm, or the one that got
+        # deepest into the value (its error names a path below this one)
+        if len(arms) == 1:
+            raise errors[0]
+        here = path or "value"
+        where = [(str(e).split(":", 1)[0], e) for e in errors]
+        deeper = [(p, e) for p, e in where if p != here and p.startswith(here)]
+        if deeper:
+            raise max(deeper, key=lambda pe: len(pe[0]))[1]
         raise _fail(path, " or ".join(_type_name(a) for a in args), data)
     if origin is list:
         if not isinstance(data, list):
