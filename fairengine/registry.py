@@ -41,7 +41,9 @@ from typing import Any, Literal
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest.config import FlipTestConfig
 from fairengine.group_metrics.config import GroupMetricsConfig
+from fairengine.group_metrics.result import GroupMetricsDetails
 from fairengine.group_parity.config import GroupParityConfig
+from fairengine.group_parity.result import GroupParityDetails
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.result import IntersectionalDetails
@@ -265,6 +267,7 @@ METHODS: list[MethodSpec] = [
         GroupParityConfig,
         _run_group_parity,
         summary=_group_parity_summary,
+        details=GroupParityDetails,
     ),
     MethodSpec(
         "group_metrics",
@@ -272,6 +275,7 @@ METHODS: list[MethodSpec] = [
         GroupMetricsConfig,
         _run_group_metrics,
         summary=_group_metrics_summary,
+        details=GroupMetricsDetails,
     ),
     MethodSpec(
         "permutation_tests",

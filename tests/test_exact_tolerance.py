@@ -39,7 +39,9 @@ from fairengine.exact_tolerance import (
     tail_probabilities,
 )
 from fairengine.group_parity.method import NEWCOMBE_TEST, group_parity
+from fairengine.group_parity.result import RATE_NAMES, GroupParityDetails
 from fairengine.rate_gap import newcombe_tolerance_pvalue
+from fairengine.results import MethodResult
 from fairengine.roles import ColumnRoles
 
 # (n₁, n₂) of the exact-size and boundary checks: small groups, one-row groups, rare rates
@@ -401,6 +403,11 @@ def run_parity(df: pd.DataFrame, weight: str | None = None, threshold: float | N
     return res, {f.key.split(".")[0]: f for f in res.findings}
 
 
+def parity_details(res: MethodResult) -> GroupParityDetails:
+    assert isinstance(res.details, GroupParityDetails)
+    return res.details
+
+
 def test_group_parity_auto_uses_the_exact_test_for_small_groups_only() -> None:
     """auto: 150 rows against 2,000 take the exact p-value (each rate's counts), named in the
     reading and in details; 400 rows against 2,000 keep Newcombe; never keeps Newcombe; the
@@ -417,13 +424,13 @@ def test_group_parity_auto_uses_the_exact_test_for_small_groups_only() -> None:
     assert "exact unconditional test's (Farrington–Manning score) and decides" in dp.reading
     assert dp.interval == f_never["dp_gap"].interval
     assert "exact" not in f_never["dp_gap"].reading
-    rows = res.details["attributes"]["g"]["pairs"]
-    assert {r["test"] for name in rows for r in rows[name]} == {EXACT_TEST}
-    assert rows["positive_rate"][0]["pvalue"] == dp.pvalue
+    pairs = parity_details(res).attributes["g"].pairs
+    assert {r.test for name in RATE_NAMES for r in pairs.of(name)} == {EXACT_TEST}
+    assert pairs.positive_rate[0].pvalue == dp.pvalue
     assert res.parameters["exact"] == "auto" and res.parameters["exact_max_rows"] == 200
     res_big, f_big = run_parity(parity_frame(400))
-    big_rows = res_big.details["attributes"]["g"]["pairs"]["positive_rate"]
-    assert big_rows[0]["test"] == NEWCOMBE_TEST
+    big_rows = parity_details(res_big).attributes["g"].pairs.positive_rate
+    assert big_rows[0].test == NEWCOMBE_TEST
     assert "exact" not in f_big["dp_gap"].reading
     # a lower exact_max_rows moves the 150-row group back to Newcombe
     _, f_low = run_parity(df, exact_max_rows=100)
@@ -434,11 +441,8 @@ def test_group_parity_always_and_its_warnings() -> None:
     """always: 400 rows against 2,000 are tested exactly; weighted data get one warning and
     keep Newcombe on effective counts; a bad value is refused naming the option."""
     res, f = run_parity(parity_frame(400), exact="always")
-    assert all(
-        r["test"] == EXACT_TEST
-        for rows in res.details["attributes"]["g"]["pairs"].values()
-        for r in rows
-    )
+    pairs = parity_details(res).attributes["g"].pairs
+    assert all(r.test == EXACT_TEST for name in RATE_NAMES for r in pairs.of(name))
     assert "decides" in f["dp_gap"].reading and not res.warnings
     df = parity_frame(150)
     df["w"] = 1.0
@@ -456,9 +460,7 @@ def test_group_parity_always_and_its_warnings() -> None:
         }
     )
     res_big, _ = run_parity(big, exact="always")
-    assert res_big.details["attributes"]["g"]["pairs"]["positive_rate"][0]["test"] == (
-        NEWCOMBE_TEST
-    )
+    assert parity_details(res_big).attributes["g"].pairs.positive_rate[0].test == NEWCOMBE_TEST
     assert [w for w in res_big.warnings if "exact test would" in w] == [
         "dp_gap for g 'a' vs 'b': the exact test would enumerate 4,008,004 outcome tables, "
         "more than 4,000,000; its p-value comes from the Newcombe interval inversion"

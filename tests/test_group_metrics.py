@@ -25,8 +25,16 @@ from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset, GroupEncoding
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+from fairengine.group_metrics.result import (
+    AucEstimate,
+    EncodingMetrics,
+    GroupMetricsDetails,
+    ListedBenefit,
+    MetricsGroup,
+)
 from fairengine.group_table import GroupTable
 from fairengine.intersection import intersect_groups
+from fairengine.results import MethodResult
 from fairengine.roles import ColumnRoles
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -63,8 +71,13 @@ def adult_ds(df, threshold=0.5, weight=None) -> AuditDataset:
     return AuditDataset.from_frame(df, roles, threshold=threshold)
 
 
-def group_entry(res, enc: str, group: str) -> dict:
-    return next(g for g in res.details["encodings"][enc]["groups"] if g["group"] == group)
+def encoding(res: MethodResult, name: str) -> EncodingMetrics:
+    assert isinstance(res.details, GroupMetricsDetails)
+    return res.details.encodings[name]
+
+
+def group_entry(res: MethodResult, enc: str, group: str) -> MetricsGroup:
+    return next(g for g in encoding(res, enc).groups if g.group == group)
 
 
 def finding(res, key: str):
@@ -97,18 +110,18 @@ def test_adult_rates_match_fairlearn_metricframe(adult, weighted: bool) -> None:
             sensitive_features=adult[sens],
             sample_params={k: sp for k in metrics} if weighted else None,
         )
-        for g in res.details["encodings"][enc]["groups"]:
-            key = tuple(g["group"].split(" & ")) if enc == "sex & race" else g["group"]
+        for g in encoding(res, enc).groups:
+            key = tuple(g.group.split(" & ")) if enc == "sex & race" else g.group
             fl = mf.by_group.loc[key]
-            perf = g["performance"]
-            assert g["positive_rate"]["estimate"] == pytest.approx(fl["sr"], abs=1e-12)
-            assert perf["RECALL"]["estimate"] == pytest.approx(fl["tpr"], abs=1e-12)
-            assert perf["FPR"]["estimate"] == pytest.approx(fl["fpr"], abs=1e-12)
-            assert perf["FNR"]["estimate"] == pytest.approx(fl["fnr"], abs=1e-12)
-            assert perf["TNR"]["estimate"] == pytest.approx(fl["tnr"], abs=1e-12)
-            assert perf["ACCURACY"]["estimate"] == pytest.approx(fl["acc"], abs=1e-12)
-            if np.isfinite(perf["PRECISION"]["estimate"]):
-                assert perf["PRECISION"]["estimate"] == pytest.approx(fl["prec"], abs=1e-12)
+            perf = g.performance
+            assert g.positive_rate.estimate == pytest.approx(fl["sr"], abs=1e-12)
+            assert perf["RECALL"].estimate == pytest.approx(fl["tpr"], abs=1e-12)
+            assert perf["FPR"].estimate == pytest.approx(fl["fpr"], abs=1e-12)
+            assert perf["FNR"].estimate == pytest.approx(fl["fnr"], abs=1e-12)
+            assert perf["TNR"].estimate == pytest.approx(fl["tnr"], abs=1e-12)
+            assert perf["ACCURACY"].estimate == pytest.approx(fl["acc"], abs=1e-12)
+            if np.isfinite(perf["PRECISION"].estimate):
+                assert perf["PRECISION"].estimate == pytest.approx(fl["prec"], abs=1e-12)
         tok = "sex_x_race" if enc == "sex & race" else enc  # intersection_token, as in df_eps
         diff = mf.difference()
         assert finding(res, f"dp_gap_max.{tok}").estimate == pytest.approx(diff["sr"])
@@ -125,29 +138,30 @@ def test_adult_auc_per_group_matches_sklearn(adult) -> None:
         f = finding(res, f"auc.sex.{sex}")
         assert f.estimate == pytest.approx(exact, abs=1e-12)
         assert f.interval.low < f.estimate < f.interval.high
-    for cell in res.details["encodings"]["sex & race"]["groups"]:
-        sex, race = cell["group"].split(" & ")
+    for cell in encoding(res, "sex & race").groups:
+        sex, race = cell.group.split(" & ")
         sel = (adult["sex"] == sex) & (adult["race"] == race)
         exact = roc_auc_score(adult.loc[sel, "income_gt_50k"], adult.loc[sel, "score"])
-        assert cell["performance"]["AUC"]["estimate"] == pytest.approx(exact, abs=1e-12)
+        assert cell.performance["AUC"].estimate == pytest.approx(exact, abs=1e-12)
     # the binned AUC stays within its reported bound
     res_b = run_group_metrics(adult_ds(adult, threshold=None), GroupMetricsConfig(auc_bins=512))
-    for g in res_b.details["encodings"]["race"]["groups"]:
-        sel = adult["race"] == g["group"]
+    for g in encoding(res_b, "race").groups:
+        sel = adult["race"] == g.group
         exact = roc_auc_score(adult.loc[sel, "income_gt_50k"], adult.loc[sel, "score"])
-        auc = g["performance"]["AUC"]
-        assert abs(auc["estimate"] - exact) <= auc["error_bound"] + 1e-15
+        auc = g.performance["AUC"]
+        assert isinstance(auc, AucEstimate)
+        assert abs(auc.estimate - exact) <= auc.error_bound + 1e-15
 
 
 def test_adult_expected_counts_are_mean_probabilities(adult) -> None:
     res = run_group_metrics(adult_ds(adult, threshold=None), GroupMetricsConfig())
     fem = adult[adult["sex"] == "Female"]
     g = group_entry(res, "sex", "Female")
-    assert g["positive_rate"]["estimate"] == pytest.approx(fem["score"].mean())
+    assert g.positive_rate.estimate == pytest.approx(fem["score"].mean())
     pos = fem[fem["income_gt_50k"] == 1]
-    assert g["performance"]["RECALL"]["estimate"] == pytest.approx(pos["score"].mean())
+    assert g.performance["RECALL"].estimate == pytest.approx(pos["score"].mean())
     s, y = fem["score"], fem["income_gt_50k"]
-    assert g["performance"]["PRECISION"]["estimate"] == pytest.approx((s * y).sum() / s.sum())
+    assert g.performance["PRECISION"].estimate == pytest.approx((s * y).sum() / s.sum())
 
 
 @pytest.mark.slow
@@ -156,18 +170,16 @@ def test_adult_matches_aif360_where_definitions_coincide(adult) -> None:
     res = run_group_metrics(adult_ds(adult), GroupMetricsConfig())
     y = adult.set_index("sex")["income_gt_50k"]
     yhat = pd.Series((adult["score"] > 0.5).astype(int).to_numpy(), index=y.index)
-    pairs = res.details["encodings"]["sex"]["pairs"]
-    dp = pairs["positive_rate"][0]  # Female − Male, Male privileged
-    assert (dp["a"], dp["b"]) == ("Female", "Male")
+    pairs = encoding(res, "sex").pairs
+    dp = pairs.positive_rate[0]  # Female − Male, Male privileged
+    assert (dp.a, dp.b) == ("Female", "Male")
     kw = {"prot_attr": "sex", "priv_group": "Male", "pos_label": 1}
-    assert dp["gap"] == pytest.approx(aif.statistical_parity_difference(y, yhat, **kw))
-    assert dp["ratio"] == pytest.approx(aif.disparate_impact_ratio(y, yhat, **kw))
-    tpr = pairs["tpr"][0]
-    assert tpr["gap"] == pytest.approx(aif.equal_opportunity_difference(y, yhat, **kw))
-    fpr = pairs["fpr"][0]
-    assert (tpr["gap"] + fpr["gap"]) / 2 == pytest.approx(
-        aif.average_odds_difference(y, yhat, **kw)
-    )
+    assert dp.gap == pytest.approx(aif.statistical_parity_difference(y, yhat, **kw))
+    assert dp.ratio == pytest.approx(aif.disparate_impact_ratio(y, yhat, **kw))
+    tpr = pairs.tpr[0]
+    assert tpr.gap == pytest.approx(aif.equal_opportunity_difference(y, yhat, **kw))
+    fpr = pairs.fpr[0]
+    assert (tpr.gap + fpr.gap) / 2 == pytest.approx(aif.average_odds_difference(y, yhat, **kw))
 
 
 # ------------------------------------------------------------------ COMPAS (ProPublica)
@@ -180,19 +192,19 @@ def test_compas_reproduces_propublica_error_rates(compas) -> None:
         compas, ColumnRoles("two_year_recid", ("race", "sex"), score="high"), threshold=0.5
     )
     res = run_group_metrics(ds, GroupMetricsConfig())
-    black = group_entry(res, "race", "African-American")["performance"]
-    white = group_entry(res, "race", "Caucasian")["performance"]
-    assert round(100 * black["FPR"]["estimate"], 2) == 44.85
-    assert round(100 * white["FPR"]["estimate"], 2) == 23.45
-    assert round(100 * black["FNR"]["estimate"], 2) == 27.99
-    assert round(100 * white["FNR"]["estimate"], 2) == 47.72
+    black = group_entry(res, "race", "African-American").performance
+    white = group_entry(res, "race", "Caucasian").performance
+    assert round(100 * black["FPR"].estimate, 2) == 44.85
+    assert round(100 * white["FPR"].estimate, 2) == 23.45
+    assert round(100 * black["FNR"].estimate, 2) == 27.99
+    assert round(100 * white["FNR"].estimate, 2) == 47.72
     pair = next(
         p
-        for p in res.details["encodings"]["race"]["pairs"]["fpr"]
-        if {p["a"], p["b"]} == {"African-American", "Caucasian"}
+        for p in encoding(res, "race").pairs.fpr
+        if {p.a, p.b} == {"African-American", "Caucasian"}
     )
-    assert pair["abs_gap"] == pytest.approx(0.4485 - 0.2345, abs=1e-4)
-    assert pair["gap_low"] > 0  # Black − White: the interval excludes 0
+    assert pair.abs_gap == pytest.approx(0.4485 - 0.2345, abs=1e-4)
+    assert pair.gap_low > 0  # Black − White: the interval excludes 0
 
 
 # ------------------------------------------------------------------ distances, compat
@@ -225,16 +237,18 @@ def test_model_level_distances_and_lift_skews() -> None:
     k = p.size
     assert finding(res, "tv_pred.a").estimate == pytest.approx(0.5 * np.abs(ph - 1 / k).sum())
     assert finding(res, "kl_pred.a").estimate == pytest.approx(np.sum(ph * np.log2(ph * k)))
-    cat = res.details["encodings"]["a"]["distances"]["model"]["categories"]
-    assert [c["skew"] for c in cat] == pytest.approx(np.log(ph * k).ravel().tolist())
-    lcat = lift.details["encodings"]["a"]["distances"]["model"]["categories"]
+    cat = encoding(res, "a").distances.model.categories
+    assert [c.skew for c in cat] == pytest.approx(np.log(ph * k).ravel().tolist())
+    lcat = encoding(lift, "a").distances.model.categories
     expected = np.log((p + 1) / (p.sum() + k)) + math.log(k)  # LiFT under UNIFORM
-    assert [c["skew"] for c in lcat] == pytest.approx(expected.ravel().tolist())
+    assert [c.skew for c in lcat] == pytest.approx(expected.ravel().tolist())
     # default skew benefit vector: representation ratios p̂/q̂ ≥ 0; LiFT: raw skews
-    ent = res.details["encodings"]["a"]["benefits"]["skews_pred"]["entries"]
-    assert list(ent.values()) == pytest.approx((ph * k).ravel().tolist())
-    lent = lift.details["encodings"]["a"]["benefits"]["skews_pred"]["entries"]
-    assert list(lent.values()) == pytest.approx(expected.ravel().tolist())
+    ent = encoding(res, "a").benefits["skews_pred"]
+    assert isinstance(ent, ListedBenefit)
+    assert list(ent.entries.values()) == pytest.approx((ph * k).ravel().tolist())
+    lent = encoding(lift, "a").benefits["skews_pred"]
+    assert isinstance(lent, ListedBenefit)
+    assert list(lent.entries.values()) == pytest.approx(expected.ravel().tolist())
 
 
 def test_user_reference_population_shares() -> None:
@@ -262,11 +276,11 @@ def test_lift_compat_rounds_rates_before_differencing() -> None:
     )
     ds = AuditDataset.from_frame(df, ColumnRoles("y", ("g",), score="s"), threshold=0.5)
     lift = run_group_metrics(ds, GroupMetricsConfig(lift_compat=True))
-    row = lift.details["encodings"]["g"]["pairs"]["positive_rate"][0]
-    assert row["lift_gap"] == 0.16666
-    assert row["abs_gap"] == pytest.approx(1 / 6)
+    row = encoding(lift, "g").pairs.positive_rate[0]
+    assert row.lift_gap == 0.16666
+    assert row.abs_gap == pytest.approx(1 / 6)
     assert finding(lift, "dp_gap_max.g").estimate == 0.16666
-    assert group_entry(lift, "g", "a")["positive_rate"]["lift"] == 0.33333
+    assert group_entry(lift, "g", "a").positive_rate.lift == 0.33333
 
 
 # ------------------------------------------------------------------ intersections, types
@@ -291,9 +305,9 @@ def test_intersection_cells_and_group_column_types() -> None:
     for col in ("race", "race_cat", "race_int"):
         ds = AuditDataset.from_frame(df, ColumnRoles("y", (col, "flag"), score="s"), threshold=0.5)
         res = run_group_metrics(ds, GroupMetricsConfig())
-        enc = res.details["encodings"][f"{col} & flag"]
-        assert len(enc["groups"]) == 3
-        results.append([g["positive_rate"]["estimate"] for g in enc["groups"]])
+        enc = encoding(res, f"{col} & flag")
+        assert len(enc.groups) == 3
+        results.append([g.positive_rate.estimate for g in enc.groups])
     np.testing.assert_allclose(results[0], results[1])
     np.testing.assert_allclose(results[0], results[2])
 
@@ -392,7 +406,7 @@ def test_group_without_positives_is_undefined_and_warned() -> None:
     ds = AuditDataset.from_frame(df, ColumnRoles("y", ("g",), score="s"), threshold=0.5)
     res = run_group_metrics(ds, GroupMetricsConfig())
     assert math.isnan(finding(res, "auc.g.b").estimate)
-    assert math.isnan(group_entry(res, "g", "b")["performance"]["RECALL"]["estimate"])
+    assert math.isnan(group_entry(res, "g", "b").performance["RECALL"].estimate)
     assert any("AUC of g=b is undefined" in w for w in res.warnings)
     assert any("benefit vector auc of g" in w for w in res.warnings)
 
@@ -470,7 +484,7 @@ def test_custom_metric() -> None:
     g = group_entry(res, "a", "x")
     sel = ds.groups["a"].codes == 0
     expected = np.mean((ds.probability[sel] - ds.label[sel]) ** 2)
-    assert g["performance"]["brier"]["estimate"] == pytest.approx(expected)
+    assert g.performance["brier"].estimate == pytest.approx(expected)
     assert "cv.brier.a" in {f.key for f in res.findings}
 
 
@@ -500,13 +514,13 @@ def test_lift_dataset_level_uses_observed_cells_only() -> None:
     df = pd.DataFrame({"g": ["a"] * 4 + ["b"] * 4, "y": [0, 1, 0, 1, 0, 0, 0, 0], "s": [0.5] * 8})
     ds = AuditDataset.from_frame(df, ColumnRoles("y", ("g",), score="s"), threshold=0.5)
     lift = run_group_metrics(ds, GroupMetricsConfig(lift_compat=True))
-    cats = lift.details["encodings"]["g"]["distances"]["dataset"]["categories"]
-    assert [(c["group"], c["outcome"]) for c in cats] == [("a", 0), ("a", 1), ("b", 0)]
+    cats = encoding(lift, "g").distances.dataset.categories
+    assert [(c.group, c.outcome) for c in cats] == [("a", 0), ("a", 1), ("b", 0)]
     k, p = 3, np.array([2.0, 2.0, 4.0])
     expected = np.log((p + 1) / (p.sum() + k)) + math.log(k)
-    assert [c["skew"] for c in cats] == pytest.approx(expected.tolist())
+    assert [c.skew for c in cats] == pytest.approx(expected.tolist())
     ours = run_group_metrics(ds, GroupMetricsConfig())
-    cats = ours.details["encodings"]["g"]["distances"]["dataset"]["categories"]
-    assert len(cats) == 4 and cats[3]["skew"] == -np.inf  # log(0): no positives in b
+    cats = encoding(ours, "g").distances.dataset.categories
+    assert len(cats) == 4 and cats[3].skew == -np.inf  # log(0): no positives in b
     ph = np.array([2, 2, 4, 0]) / 8
     assert finding(ours, "tv_label.g").estimate == pytest.approx(0.5 * np.abs(ph - 0.25).sum())

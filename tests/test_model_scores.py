@@ -602,9 +602,12 @@ def test_label_audit_marks_auc_not_applicable(prefect_server, store, data, tmp_p
     assert not _group_aucs(res)
     gm = res.method("group_metrics")
     assert gm.status == "ok"
-    assert gm.details["auc"]["applicable"] is False and "score_type is label" in (
-        gm.details["auc"]["reason"]
-    )
+    from fairengine.group_metrics.result import AucNotApplicable, GroupMetricsDetails
+
+    assert isinstance(gm.details, GroupMetricsDetails)
+    auc = gm.details.auc
+    assert isinstance(auc, AucNotApplicable)
+    assert auc.applicable is False and "score_type is label" in auc.reason
     perm = res.method("permutation_tests")
     assert not any(f.key.startswith("perm_auc") for f in perm.findings)
     assert isinstance(perm.details, PermutationDetails)

@@ -17,6 +17,8 @@ from fairlearn.metrics import (
 
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity, metric_token
+from fairengine.group_parity.result import GroupParityDetails
+from fairengine.results import MethodResult
 from fairengine.roles import ColumnRoles
 
 
@@ -54,12 +56,12 @@ def test_rates_and_gaps_match_fairlearn(weighted: bool) -> None:
             sensitive_features=df[attr],
             sample_params=params,
         )
-        groups = res.details["attributes"][attr]["groups"]
+        groups = details(res).attributes[attr].groups
         for g in groups:
-            fl = mf.by_group.loc[g["group"]]
-            assert g["rates"]["positive_rate"]["estimate"] == pytest.approx(fl["sr"], abs=1e-12)
-            assert g["rates"]["tpr"]["estimate"] == pytest.approx(fl["tpr"], abs=1e-12)
-            assert g["rates"]["fpr"]["estimate"] == pytest.approx(fl["fpr"], abs=1e-12)
+            fl = mf.by_group.loc[g.group]
+            assert g.rates.positive_rate.estimate == pytest.approx(fl["sr"], abs=1e-12)
+            assert g.rates.tpr.estimate == pytest.approx(fl["tpr"], abs=1e-12)
+            assert g.rates.fpr.estimate == pytest.approx(fl["fpr"], abs=1e-12)
         kw = {"sample_weight": df["w"]} if weighted else {}
         dp = [f.estimate for f in res.findings if f.key.startswith(f"dp_gap.{attr}.")]
         assert max(abs(np.array(dp))) == pytest.approx(
@@ -73,6 +75,11 @@ def test_rates_and_gaps_match_fairlearn(weighted: bool) -> None:
         assert max(abs(np.array(eo))) == pytest.approx(
             equalized_odds_difference(df["y"], yhat, sensitive_features=df[attr], **kw)
         )
+
+
+def details(res: MethodResult) -> GroupParityDetails:
+    assert isinstance(res.details, GroupParityDetails)
+    return res.details
 
 
 def test_gap_sign_keys_and_counts() -> None:
@@ -92,13 +99,13 @@ def test_gap_sign_keys_and_counts() -> None:
 def test_expected_counts_without_threshold() -> None:
     df = data()
     res = fe(df, threshold=None)
-    g = {x["group"]: x for x in res.details["attributes"]["sex"]["groups"]}
-    assert g["male"]["rates"]["positive_rate"]["estimate"] == pytest.approx(
+    g = {x.group: x for x in details(res).attributes["sex"].groups}
+    assert g["male"].rates.positive_rate.estimate == pytest.approx(
         df.loc[df.sex == "male", "s"].mean()
     )
     tpr = df.loc[(df.sex == "male") & (df.y == 1), "s"].mean()
-    assert g["male"]["rates"]["tpr"]["estimate"] == pytest.approx(tpr)
-    assert res.details["prediction"] == "expected"
+    assert g["male"].rates.tpr.estimate == pytest.approx(tpr)
+    assert details(res).prediction == "expected"
     assert res.findings[0].interval.method.startswith("wald")
 
 
@@ -148,17 +155,17 @@ def test_metric_token() -> None:
 def test_pairs_in_details_signed_absolute_ratio_four_fifths() -> None:
     df = data()
     res = fe(df)
-    rows = res.details["attributes"]["sex"]["pairs"]["positive_rate"]
+    rows = details(res).attributes["sex"].pairs.positive_rate
     assert len(rows) == 1
     row = rows[0]
     yhat = df["s"] > 0.5
     rf, rm = yhat[df["sex"] == "female"].mean(), yhat[df["sex"] == "male"].mean()
-    assert (row["a"], row["b"]) == ("female", "male")
-    assert row["gap"] == pytest.approx(rf - rm) and row["abs_gap"] == pytest.approx(abs(rf - rm))
-    assert row["ratio"] == pytest.approx(rf / rm)
-    assert row["impact_ratio"] == pytest.approx(min(rf, rm) / max(rf, rm))
-    assert row["four_fifths_violated"] == (min(rf, rm) / max(rf, rm) < 0.8)
-    assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
+    assert (row.a, row.b) == ("female", "male")
+    assert row.gap == pytest.approx(rf - rm) and row.abs_gap == pytest.approx(abs(rf - rm))
+    assert row.ratio == pytest.approx(rf / rm)
+    assert row.impact_ratio == pytest.approx(min(rf, rm) / max(rf, rm))
+    assert row.four_fifths_violated == (min(rf, rm) / max(rf, rm) < 0.8)
+    assert row.ratio_low < row.ratio < row.ratio_high
     # the finding keys are unchanged by the extension
     assert {f.key.split(".")[0] for f in res.findings} == {"dp_gap", "tpr_gap", "fpr_gap"}
-    assert len(res.details["attributes"]["race"]["pairs"]["tpr"]) == 3
+    assert len(details(res).attributes["race"].pairs.tpr) == 3

@@ -20,6 +20,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.exact_tolerance import exact_tolerance_pvalue
 from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
 from fairengine.group_parity import group_parity
+from fairengine.group_parity.result import GroupParityDetails
 from fairengine.intervals import newcombe_interval, newcombe_limits, wilson_interval
 from fairengine.rate_gap import (
     effective_sample_size,
@@ -348,8 +349,9 @@ def test_constant_weights_give_the_unweighted_result() -> None:
         assert fw[key].pvalue == pytest.approx(fu[key].pvalue, rel=1e-9)
         assert fw[key].interval.low == pytest.approx(fu[key].interval.low, rel=1e-9)
         assert "effective counts" in fw[key].interval.method
-    groups = resw.details["attributes"]["g"]["groups"]
-    assert groups[0]["rates"]["positive_rate"]["high"] > 0.05  # Wilson, not a point at 0
+    assert isinstance(resw.details, GroupParityDetails)
+    groups = resw.details.attributes["g"].groups
+    assert groups[0].rates.positive_rate.high > 0.05  # Wilson, not a point at 0
 
 
 def test_effective_sample_size() -> None:

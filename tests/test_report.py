@@ -14,6 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from fairengine.group_parity.result import (
+    AttributeParity,
+    ExactSettings,
+    GroupParityDetails,
+    GroupRates,
+    ParityGroup,
+    RateEstimate,
+    RatePairs,
+)
 from fairengine.results import (
     AuditResult,
     ExpectationOutcome,
@@ -60,6 +69,31 @@ def rates(pr: tuple[float, float, float], tpr: tuple, fpr: tuple) -> dict:
     }
 
 
+def parity_group(group: str, n: int, pr: tuple, tpr: tuple, fpr: tuple) -> ParityGroup:
+    """One group of hand-built ``group_parity`` details from (estimate, low, high) triples."""
+
+    def rate(t: tuple) -> RateEstimate:
+        return RateEstimate(*(float(v) for v in t))
+
+    return ParityGroup(group, n, float(n), GroupRates(rate(pr), rate(tpr), rate(fpr)))
+
+
+def parity_details(
+    prediction: str, threshold: float | None, attributes: dict[str, list[ParityGroup]]
+) -> GroupParityDetails:
+    """Hand-built ``group_parity`` details with these groups (and no pairs)."""
+    return GroupParityDetails(
+        prediction=prediction,
+        threshold=threshold,
+        tolerance=0.05,
+        exact=ExactSettings(mode="auto", max_rows=200, max_cells=4_000_000),
+        attributes={
+            name: AttributeParity(tuple(groups), RatePairs((), (), ()))
+            for name, groups in attributes.items()
+        },
+    )
+
+
 def gap(
     key: str,
     label: str,
@@ -88,32 +122,16 @@ def audit() -> AuditResult:
     """A hand-built audit: group_parity over 2 attributes, a failed and a not-run method,
     validation with one failure, and user strings that try to inject markup."""
     sex_groups = [
-        {
-            "group": "female",
-            "n": 5000,
-            "weight": 5000.0,
-            "rates": rates((0.3127, 0.2999, 0.3258), (0.6123, 0.59, 0.634), (0.1034, 0.09, 0.117)),
-        },
-        {
-            "group": "male",
-            "n": 4800,
-            "weight": 4800.0,
-            "rates": rates((0.4289, 0.415, 0.4429), (0.7011, 0.68, 0.72), (0.1512, 0.14, 0.163)),
-        },
+        parity_group(
+            "female", 5000, (0.3127, 0.2999, 0.3258), (0.6123, 0.59, 0.634), (0.1034, 0.09, 0.117)
+        ),
+        parity_group(
+            "male", 4800, (0.4289, 0.415, 0.4429), (0.7011, 0.68, 0.72), (0.1512, 0.14, 0.163)
+        ),
     ]
     race_groups = [
-        {
-            "group": "white",
-            "n": 7000,
-            "weight": 7000.0,
-            "rates": rates((0.39, 0.378, 0.402), (0.66, 0.64, 0.68), (0.13, 0.12, 0.14)),
-        },
-        {
-            "group": EVIL,
-            "n": 2800,
-            "weight": 2800.0,
-            "rates": rates((0.335, 0.318, 0.353), (0.62, 0.59, 0.65), ("NaN", "NaN", "NaN")),
-        },
+        parity_group("white", 7000, (0.39, 0.378, 0.402), (0.66, 0.64, 0.68), (0.13, 0.12, 0.14)),
+        parity_group(EVIL, 2800, (0.335, 0.318, 0.353), (0.62, 0.59, 0.65), ("NaN",) * 3),
     ]
     group_parity = MethodResult(
         method="group_parity",
@@ -174,12 +192,7 @@ def audit() -> AuditResult:
                 null_hypothesis="|gap| ≤ 0.05",
             ),
         ],
-        details={
-            "prediction": "hard",
-            "threshold": 0.5,
-            "tolerance": 0.05,
-            "attributes": {"sex": {"groups": sex_groups}, EVIL_ATTR: {"groups": race_groups}},
-        },
+        details=parity_details("hard", 0.5, {"sex": sex_groups, EVIL_ATTR: race_groups}),
         warnings=[f"fpr_gap for {EVIL_ATTR} is undefined: no negatives in group {EVIL}"],
         seconds=0.0421,
     )
@@ -483,29 +496,16 @@ def test_nan_and_infinity_render_as_text() -> None:
     gp = MethodResult(
         method="group_parity",
         title="Demographic parity and equalized odds",
-        details={
-            "prediction": "expected",
-            "threshold": None,
-            "tolerance": 0.05,
-            "attributes": {
-                "g": {
-                    "groups": [
-                        {
-                            "group": "a",
-                            "n": 0,
-                            "weight": 0.0,
-                            "rates": rates(("NaN",) * 3, ("NaN",) * 3, ("NaN",) * 3),
-                        },
-                        {
-                            "group": "b",
-                            "n": 10,
-                            "weight": 10.0,
-                            "rates": rates((0.5, "NaN", "NaN"), (1.0, 0.7, 1.0), (0.0, 0.0, 0.3)),
-                        },
-                    ]
-                }
+        details=parity_details(
+            "expected",
+            None,
+            {
+                "g": [
+                    parity_group("a", 0, ("NaN",) * 3, ("NaN",) * 3, ("NaN",) * 3),
+                    parity_group("b", 10, (0.5, "NaN", "NaN"), (1.0, 0.7, 1.0), (0.0, 0.0, 0.3)),
+                ]
             },
-        },
+        ),
     )
     result = AuditResult(
         audit_id="nan",

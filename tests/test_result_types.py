@@ -259,3 +259,302 @@ def test_intersectional_details_of_format_1_decode() -> None:
     assert {k: v for k, v in again.items() if k != "details"} == {
         k: v for k, v in stored.items() if k != "details"
     }
+
+
+# --------------------------------------------------------------------------- group parity, metrics
+# The datasets of the format-1 fixtures tests/data/group_{parity,metrics}_details_format1.json.
+
+
+def _group_frame(n: int = 2000) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], n),
+            "b": rng.choice(["p", "q"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    df["s"] = np.clip(rng.normal(0.35 + 0.3 * df["y"], 0.2), 0, 1).round(3)
+    df["w"] = rng.uniform(0.5, 2, n)
+    return df
+
+
+def _group_dataset(threshold: float | None = 0.5, weight: str | None = None):
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    roles = ColumnRoles("y", ("a", "b"), score="s", weight=weight)
+    return AuditDataset.from_frame(_group_frame(), roles, threshold=threshold)
+
+
+def _tiny_dataset():
+    """Three groups of 3-4 rows: the exact test, undefined rates (NaN), infinite skews."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    df = pd.DataFrame(
+        {
+            "g": ["a"] * 4 + ["b"] * 4 + ["c"] * 3,
+            "y": [0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1],
+            "s": [0.5, 0.7, 0.1, 0.9, 0.2, 0.3, 0.6, 0.5, 0.2, 0.9, 0.8],
+        }
+    )
+    return AuditDataset.from_frame(df, ColumnRoles("y", ("g",), score="s"), threshold=0.5)
+
+
+def _no_scores_dataset():
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 300), "y": rng.integers(0, 2, 300)})
+    return AuditDataset.from_frame(df, ColumnRoles("y", ("g",)))
+
+
+def _label_scores_dataset():
+    from fairengine.dataset import AuditDataset
+    from fairengine.roles import ColumnRoles
+
+    df = _group_frame(500)
+    df["s"] = (df["s"] > 0.5).astype(int)
+    roles = ColumnRoles("y", ("a",), score="s")
+    return AuditDataset.from_frame(df, roles, score_type="label", threshold=0.5)
+
+
+def _group_parity_case(name: str) -> MethodResult:
+    from fairengine.group_parity import group_parity
+
+    if name == "tiny_exact":
+        return group_parity(_tiny_dataset(), tolerance=0.1)
+    assert name == "expected_counts"
+    return group_parity(_group_dataset(threshold=None))
+
+
+def _group_metrics_case(name: str) -> MethodResult:
+    from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+
+    cases = {
+        "tiny_auc_gap_tests": lambda: run_group_metrics(
+            _tiny_dataset(), GroupMetricsConfig(auc_gap_tests=True)
+        ),
+        "tiny_lift_compat": lambda: run_group_metrics(
+            _tiny_dataset(), GroupMetricsConfig(lift_compat=True)
+        ),
+        "label_scores_no_auc": lambda: run_group_metrics(
+            _label_scores_dataset(), GroupMetricsConfig()
+        ),
+        "no_scores": lambda: run_group_metrics(_no_scores_dataset(), GroupMetricsConfig()),
+    }
+    return cases[name]()
+
+
+def _same_json(a: object, b: object, path: str = "") -> None:
+    """``a == b`` for JSON values, floats to 1e-12 relative (the fixtures' numbers were written
+    by another commit: equal, but not promised bit for bit across library versions)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert sorted(a) == sorted(b), (path, sorted(set(a) ^ set(b)))
+        for k in a:
+            _same_json(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same_json(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float | int) and not isinstance(b, bool):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-300), path
+    else:
+        assert a == b and type(a) is type(b), (path, a, b)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "weight", "exact"),
+    [(0.5, None, "auto"), (0.5, "w", "always"), (None, None, "auto"), (0.5, None, "never")],
+)
+def test_group_parity_details_round_trip(
+    threshold: float | None, weight: str | None, exact: str
+) -> None:
+    from fairengine.group_parity import group_parity
+    from fairengine.group_parity.result import GroupParityDetails
+
+    r = group_parity(_group_dataset(threshold, weight), exact=exact)
+    assert isinstance(r.details, GroupParityDetails)
+    assert set(r.details.attributes) == {"a", "b"}
+    d = r.to_dict()
+    back = strict_round_trip(r)
+    assert isinstance(back.details, GroupParityDetails)
+    assert back.details == r.details and back.to_dict() == d
+
+
+def test_group_parity_details_with_nan_round_trip() -> None:
+    """Undefined rates (NaN) survive the strict JSON (compared as JSON: NaN != NaN)."""
+    from fairengine.group_parity.result import GroupParityDetails
+
+    r = _group_parity_case("tiny_exact")
+    assert isinstance(r.details, GroupParityDetails)
+    assert any(np.isnan(g.rates.tpr.estimate) for g in r.details.attributes["g"].groups)
+    back = strict_round_trip(r)
+    assert isinstance(back.details, GroupParityDetails)
+    assert back.to_dict() == r.to_dict()
+
+
+@pytest.mark.parametrize("case", ["tiny_exact", "expected_counts"])
+def test_group_parity_details_of_format_1_decode(case: str) -> None:
+    """Details written before typed details read as :class:`GroupParityDetails`, give the same
+    JSON again (no key added or dropped) and equal those of today's run of the same data."""
+    from fairengine.group_parity.result import GroupParityDetails
+
+    stored = json.loads((DATA / "group_parity_details_format1.json").read_text())["cases"][case]
+    r = MethodResult.from_dict(
+        {"method": "group_parity", "title": "Demographic parity", "details": stored}
+    )
+    assert isinstance(r.details, GroupParityDetails)
+    assert r.to_dict()["details"] == stored
+    _same_json(_group_parity_case(case).to_dict()["details"], stored)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"lift_compat": True},
+        {"auc_gap_tests": True, "auc_bins": 64},
+        {"levels": ["dataset"], "distance_metrics": ["KL_DIVERGENCE"]},
+    ],
+)
+def test_group_metrics_details_round_trip(config: dict) -> None:
+    from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+    from fairengine.group_metrics.result import GroupMetricsDetails
+
+    r = run_group_metrics(_group_dataset(), GroupMetricsConfig(**config))
+    assert isinstance(r.details, GroupMetricsDetails)
+    assert set(r.details.encodings) == {"a", "b", "a & b"}
+    d = r.to_dict()
+    back = strict_round_trip(r)
+    assert isinstance(back.details, GroupMetricsDetails)
+    assert back.to_dict() == d
+    if not config.get("lift_compat"):  # LiFT's AUC of hard predictions has NaN (NaN != NaN)
+        assert back.details == r.details
+
+
+def test_group_metrics_details_of_every_variant_round_trip() -> None:
+    """The variants of the details: LiFT's rates and pairs, the AUC's, a metric's and a custom
+    metric's performance entries, listed and summarised benefit vectors, the AUC not
+    applicable to hard labels."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
+    from fairengine.group_metrics.result import (
+        AucEstimate,
+        AucNotApplicable,
+        CustomEstimate,
+        GroupMetricsDetails,
+        LiftPredictionPair,
+        LiftRate,
+        LiftRatePair,
+        ListedBenefit,
+        MetricEstimate,
+        SummarizedBenefit,
+    )
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(list("abcdefghijklm"), n),
+            "b": rng.choice(list("pqrs"), n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    df["s"] = rng.random(n).round(2)
+    many = AuditDataset.from_frame(df, ColumnRoles("y", ("a", "b"), score="s"), threshold=0.5)
+    custom = {"brier": f"{__name__}:_brier"}
+    results = [
+        run_group_metrics(
+            many,
+            GroupMetricsConfig(
+                max_pairs_reported=5,
+                custom_metrics=custom,
+                performance_benefit_metrics=["AUC", "brier"],
+                distance_benefit_metrics=["SKEWS", "DEMOGRAPHIC_PARITY", "EQUALIZED_ODDS"],
+            ),
+        ),
+        _group_metrics_case("tiny_lift_compat"),
+        _group_metrics_case("label_scores_no_auc"),
+    ]
+    kinds: set[type] = set()
+    for r in results:
+        details = r.details
+        assert isinstance(details, GroupMetricsDetails)
+        kinds.add(type(details.auc))
+        for enc in details.encodings.values():
+            kinds |= {type(b) for b in enc.benefits.values()}
+            for g in enc.groups:
+                kinds |= {type(g.base_rate)} | {type(p) for p in (g.performance or {}).values()}
+            kinds |= {type(p) for p in (enc.pairs.base_rate or ()) + (enc.pairs.tpr or ())}
+        back = strict_round_trip(r)
+        assert isinstance(back.details, GroupMetricsDetails)
+        assert back.to_dict() == r.to_dict()
+    assert {
+        AucEstimate,
+        AucNotApplicable,
+        CustomEstimate,
+        MetricEstimate,
+        LiftRate,
+        LiftRatePair,
+        LiftPredictionPair,
+        ListedBenefit,
+        SummarizedBenefit,
+    } <= kinds
+
+
+def _brier(label, score, prediction, weights) -> float:
+    return float(np.average((score - label) ** 2, weights=weights))
+
+
+@pytest.mark.parametrize(
+    ("case", "null_keys"),
+    [
+        ("tiny_auc_gap_tests", []),
+        ("tiny_lift_compat", []),
+        ("label_scores_no_auc", []),
+        (
+            "no_scores",  # the model level's rates, pairs, performance and distances
+            [
+                "distances.model",
+                "groups[].fpr",
+                "groups[].performance",
+                "groups[].positive_rate",
+                "groups[].tpr",
+                "pairs.fpr",
+                "pairs.fpr_count",
+                "pairs.positive_rate",
+                "pairs.positive_rate_count",
+                "pairs.tpr",
+                "pairs.tpr_count",
+            ],
+        ),
+    ],
+)
+def test_group_metrics_details_of_format_1_decode(case: str, null_keys: list[str]) -> None:
+    """Details written before typed details read as :class:`GroupMetricsDetails`, give the same
+    JSON again, except the keys a level not audited left out, now written as null, and equal
+    those of today's run of the same data."""
+    from fairengine.group_metrics.result import GroupMetricsDetails
+
+    stored = json.loads((DATA / "group_metrics_details_format1.json").read_text())["cases"][case]
+    r = MethodResult.from_dict({"method": "group_metrics", "title": "LiFT", "details": stored})
+    assert isinstance(r.details, GroupMetricsDetails)
+    again = r.to_dict()["details"]
+    _same_json(_group_metrics_case(case).to_dict()["details"], again)
+    added: set[str] = set()
+    for name, enc in again["encodings"].items():
+        old = stored["encodings"][name]
+        tables = [("distances", enc["distances"], old["distances"])]
+        tables += [("pairs", enc["pairs"], old["pairs"])]
+        groups = zip(enc["groups"], old["groups"], strict=True)
+        tables += [("groups[]", g, g_old) for g, g_old in groups]
+        for where, new_table, old_table in tables:
+            for key in set(new_table) - set(old_table):
+                assert new_table.pop(key) is None
+                added.add(f"{where}.{key}")
+    assert sorted(added) == null_keys
+    assert again == stored

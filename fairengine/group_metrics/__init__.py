@@ -1,8 +1,11 @@
-"""LiFT's group-metric suite on sufficient statistics (distances, parity, performance and
-inequality indices per attribute and their intersection; :mod:`.method` describes it).
+"""LiFT's group-metric suite on sufficient statistics: distances, parity, performance and
+inequality indices per protected attribute and their intersection (:mod:`.method` describes it).
 
 * :func:`run_group_metrics` / :class:`GroupMetricsConfig` — the audit method
-  (``methods.group_metrics``).
+  (``methods.group_metrics``), its details :class:`GroupMetricsDetails` (:mod:`.result`).
+* What it computes per encoding (:mod:`.encoding`): rates and pairs (:mod:`.rates`), distances
+  from the reference (:mod:`.distances`), performance and AUC (:mod:`.performance`), and the
+  benefit vectors' inequality indices (:mod:`.benefits`).
 """
 
 from typing import TYPE_CHECKING
@@ -12,6 +15,7 @@ from fairengine.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from fairengine.group_metrics.config import GroupMetricsConfig
     from fairengine.group_metrics.method import METHOD, run_group_metrics
+    from fairengine.group_metrics.result import GroupMetricsDetails
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -19,7 +23,8 @@ __getattr__, __dir__ = lazy_exports(
         "GroupMetricsConfig": "config",
         "METHOD": "method",
         "run_group_metrics": "method",
+        "GroupMetricsDetails": "result",
     },
 )
 
-__all__ = ["METHOD", "GroupMetricsConfig", "run_group_metrics"]
+__all__ = ["METHOD", "GroupMetricsConfig", "GroupMetricsDetails", "run_group_metrics"]

@@ -5,15 +5,17 @@ For each protected attribute and the intersection of all of them (``lift-semanti
 * distances of the prediction distribution (model level; expected counts without a threshold)
   and of the label distribution (dataset level) over (group, outcome) categories from a
   reference (UNIFORM or user-supplied): skews, infinity norm, total variation, JS and KL
-  (:mod:`fairengine.distribution_distance`);
+  (:mod:`.distances`);
 * demographic parity and equalized odds (TPR, FPR) for every pair of groups: signed and
   absolute gap with interval, ratio with interval, disparate-impact ratio and four-fifths flag
-  (:func:`fairengine.group_parity.method.pair_comparisons`), plus the base-rate (label) parity
+  (:mod:`.rates`, on :mod:`fairengine.group_parity.rates`), plus the base-rate (label) parity
   of the data;
 * performance per group with intervals: AUC (DeLong), precision, recall, TNR, FNR, FPR,
-  accuracy (:mod:`fairengine.group_performance`), and user-defined metrics;
-* aggregate inequality indices (GEI, Atkinson, Theil L/T, CV; :mod:`fairengine.inequality`) over
-  benefit vectors built from the distance metrics and the performance metrics.
+  accuracy, and user-defined metrics (:mod:`.performance`);
+* aggregate inequality indices (GEI, Atkinson, Theil L/T, CV) over benefit vectors built from
+  the distance metrics and the performance metrics (:mod:`.benefits`).
+
+The details are a :class:`~fairengine.group_metrics.result.GroupMetricsDetails`.
 
 Everything except the exact AUC and custom metrics comes from one count table per (joint group,
 label) built in a single pass over the rows (:mod:`fairengine.group_table`); the exact AUC adds
@@ -24,81 +26,45 @@ difference).
 
 from __future__ import annotations
 
-import importlib
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
-from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
-from fairengine.delong import auc_interval
-from fairengine.distribution_distance import (
-    DistributionDistances,
-    distribution_distances,
-    reference_masses,
-)
-from fairengine.errors import ConfigError, DataContractError
-from fairengine.finding_keys import intersection_token, key_token, pair_token, part_token
+from fairengine.errors import DataContractError
+from fairengine.group_metrics.benefits import benefit
 from fairengine.group_metrics.config import GroupMetricsConfig
-from fairengine.group_parity.method import comparison_rows, pair_comparisons
-from fairengine.group_parity.method import group_rates as parity_rates
-from fairengine.group_performance import (
-    GroupAUC,
-    ScoreOrder,
-    binned_score_blocks,
-    exact_score_blocks,
-    group_auc,
-    group_rates,
-    hard_prediction_blocks,
-    score_order,
+from fairengine.group_metrics.distances import encoding_distances
+from fairengine.group_metrics.encoding import Encoding
+from fairengine.group_metrics.performance import (
+    AUTO_AUC_BINS,
+    AucPlan,
+    encoding_performance,
+    load_custom_metric,
 )
+from fairengine.group_metrics.rates import (
+    encoding_rates,
+    gap_findings,
+    rate_entry,
+    reported_pairs,
+)
+from fairengine.group_metrics.result import (
+    AucNotApplicable,
+    AucSetup,
+    Benefit,
+    EncodingMetrics,
+    GroupMetricsDetails,
+    MetricsGroup,
+)
+from fairengine.group_performance import score_order
 from fairengine.group_table import GroupTable
-from fairengine.inequality import TOKENS, aggregate
-from fairengine.intersection import SEPARATOR, intersect_groups
-from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.rate_gap import rate_gaps, rate_ratios, round_half_up
-from fairengine.results import Finding, Interval, MethodResult, gap_question
+from fairengine.intersection import intersect_groups
+from fairengine.results import Finding, MethodResult
 from fairengine.scores import LABEL_AUC_REASON
 
 METHOD = "group_metrics"
 TITLE = "Group metrics (LiFT suite)"
-AUTO_AUC_BINS = 4096
-"""Histogram bins of the AUC when `auc_bins` is null and the data exceeds `auc_exact_max_rows`."""
-_SCALARS = ("INF_NORM_DIST", "TOTAL_VAR_DIST", "JS_DIVERGENCE", "KL_DIVERGENCE")
-_DIST_TOKEN = {
-    "INF_NORM_DIST": "inf_norm",
-    "TOTAL_VAR_DIST": "tv",
-    "JS_DIVERGENCE": "js",
-    "KL_DIVERGENCE": "kl",
-}
-_LEVEL_TOKEN = {"model": "pred", "dataset": "label"}
-MAX_BENEFIT_ENTRIES = 100
-_RATE_KEYS = {"positive_rate": "dp", "tpr": "tpr", "fpr": "fpr", "base_rate": "base_rate"}
-
-
-@dataclass
-class _Encoding:
-    name: str
-    kind: str  # "attribute" | "intersection"
-    moments: GroupLabelMoments
-    codes: np.ndarray | None = None  # per-row group codes (only when needed)
-
-
-def load_custom_metric(target: str) -> Callable[..., float]:
-    """Import ``package.module:function``; raises :class:`ConfigError` when it cannot."""
-    module, _, attr = target.partition(":")
-    try:
-        fn = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"custom metric {target!r} cannot be imported: {exc}") from None
-    if not callable(fn):
-        raise ConfigError(f"custom metric {target!r} is not callable")
-    return fn
 
 
 def run_group_metrics(
@@ -165,9 +131,7 @@ def run_group_metrics(
         score=dataset.probability if binned else None,
         bins=bins if binned else None,
     )
-    encodings = [
-        _Encoding(a, "attribute", table.moments(a), dataset.groups[a].codes) for a in attrs
-    ]
+    encodings = [Encoding(a, "attribute", table.moments(a), dataset.groups[a].codes) for a in attrs]
     if cfg.intersection and len(attrs) >= 2:
         cells = table.members.shape[0]
         if cells > cfg.max_intersection_cells:
@@ -176,7 +140,7 @@ def run_group_metrics(
                 f"methods.group_metrics.max_intersection_cells={cfg.max_intersection_cells}; "
                 "drop an attribute, merge small groups or raise the limit"
             )
-        encodings.append(_Encoding(table.intersection_name, "intersection", table.moments(None)))
+        encodings.append(Encoding(table.intersection_name, "intersection", table.moments(None)))
     need_rows = (want_auc and not binned and not (compat and hard)) or bool(cfg.custom_metrics)
     if need_rows:
         for e in encodings:
@@ -184,10 +148,14 @@ def run_group_metrics(
                 e.codes = intersect_groups(
                     parts, max_cells=cfg.max_intersection_cells
                 ).encoding.codes
-    order = (
-        score_order(dataset.probability, dataset.label, dataset.weights)  # type: ignore[arg-type]
-        if want_auc and not binned and not (compat and hard)
-        else None
+    auc = AucPlan(
+        compute=want_auc,
+        binned=binned,
+        order=(
+            score_order(dataset.probability, dataset.label, dataset.weights)  # type: ignore[arg-type]
+            if want_auc and not binned and not (compat and hard)
+            else None
+        ),
     )
     customs = {k: load_custom_metric(v) for k, v in cfg.custom_metrics.items()}
     ref_unknown = [k for k in cfg.reference if k not in {e.name for e in encodings}]
@@ -198,36 +166,20 @@ def run_group_metrics(
         )
 
     findings: list[Finding] = []
-    details: dict[str, Any] = {
-        "lift_compat": compat,
-        "prediction": dataset.prediction_mode if has_scores else None,
-        "threshold": dataset.threshold,
-        "levels": levels,
-        "auc": {
-            "method": "binned" if binned else "exact",
-            "bins": bins if binned else None,
-            "score": "prediction" if compat else "probability",
-        }
-        if not auc_not_applicable
-        else {"method": None, "applicable": False, "reason": LABEL_AUC_REASON},
-        "encodings": {},
-    }
+    by_encoding: dict[str, EncodingMetrics] = {}
     for enc in encodings:
-        det, fnd = _audit_encoding(
-            enc,
-            dataset,
-            cfg,
-            table,
-            levels,
-            perf_names,
-            want_auc,
-            binned,
-            order,
-            customs,
-            warnings,
+        by_encoding[enc.name] = _audit_encoding(
+            enc, dataset, cfg, table, levels, perf_names, auc, customs, findings, warnings
         )
-        details["encodings"][enc.name] = det
-        findings += fnd
+    auc_setup: AucSetup | AucNotApplicable = (
+        AucNotApplicable(method=None, applicable=False, reason=LABEL_AUC_REASON)
+        if auc_not_applicable
+        else AucSetup(
+            method="binned" if binned else "exact",
+            bins=bins if binned else None,
+            score="prediction" if compat else "probability",
+        )
+    )
     return MethodResult(
         method=METHOD,
         title=TITLE,
@@ -254,533 +206,97 @@ def run_group_metrics(
             "prediction": dataset.prediction_mode if has_scores else None,
         },
         findings=findings,
-        details=details,
+        details=GroupMetricsDetails(
+            lift_compat=compat,
+            prediction=dataset.prediction_mode if has_scores else None,
+            threshold=dataset.threshold,
+            levels=tuple(levels),
+            auc=auc_setup,
+            encodings=by_encoding,
+        ),
         warnings=warnings,
         seconds=time.perf_counter() - start,
     )
 
 
-# ------------------------------------------------------------------------------ per encoding
-def _masses(m: GroupLabelMoments, lvl: str) -> np.ndarray:
-    """(G, 2) masses over (group, outcome): predictions (model) or labels (dataset)."""
-    if lvl == "model":
-        return m.counts.sum(axis=1)  # sum over labels -> [ŷ=0, ŷ=1]
-    return m.w.copy()
-
-
-def _label_rates(m: GroupLabelMoments, level: float) -> dict[str, np.ndarray]:
-    """Base rate P(y=1 | g) with its linearised variance and a Wilson/Wald interval."""
-    tot = m.w.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = m.w[:, 1] / tot
-        var = ((1 - r) ** 2 * m.w2[:, 1] + r**2 * m.w2[:, 0]) / tot**2
-    n = m.n.sum(axis=1)
-    if not m.weighted:
-        low, high = wilson_interval(m.n[:, 1], n, level)
-    else:
-        low, high = wald_interval(r, np.sqrt(var), level, (0.0, 1.0))
-    return {"estimate": r, "variance": var, "n": n, "low": low, "high": high}
-
-
-def _top_pairs(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    if len(rows) <= k:
-        return rows
-    key = [(-r["abs_gap"] if np.isfinite(r["abs_gap"]) else math.inf) for r in rows]
-    idx = np.argsort(key, kind="stable")[:k]
-    return [rows[i] for i in sorted(idx.tolist())]
-
-
 def _audit_encoding(
-    enc: _Encoding,
+    enc: Encoding,
     dataset: AuditDataset,
     cfg: GroupMetricsConfig,
     table: GroupTable,
     levels: list[str],
     perf_names: list[str],
-    want_auc: bool,
-    binned: bool,
-    order: ScoreOrder | None,
+    auc: AucPlan,
     customs: dict[str, Callable[..., float]],
+    findings: list[Finding],
     warnings: list[str],
-) -> tuple[dict[str, Any], list[Finding]]:
+) -> EncodingMetrics:
+    """The suite for one encoding: its details; appends its findings and warnings (in the
+    order: largest gaps and impact ratio, distances with the skews' indices, AUC, the parity
+    and performance benefit vectors' indices)."""
     m = enc.moments
     cats = m.categories
-    g_n = len(cats)
     level = cfg.confidence_level
     compat = cfg.lift_compat
-    tok = _name_token(enc, enc.name)
-    findings: list[Finding] = []
-    groups: list[dict[str, Any]] = [
-        {"group": c, "n": int(m.n[i].sum()), "weight": float(m.w[i].sum())}
-        for i, c in enumerate(cats)
-    ]
-    det: dict[str, Any] = {
-        "kind": enc.kind,
-        "groups": groups,
-        "pairs": {},
-        "distances": {},
-        "benefits": {},
-    }
 
-    # ------------------------------------------------------------ rates and pairs
-    base = _label_rates(m, level)
-    for i, gr in enumerate(groups):
-        gr["base_rate"] = _rate_entry(base, i, compat)
-    pair_rows: dict[str, list[dict[str, Any]]] = {}
-    if "dataset" in levels:
-        pair_rows["base_rate"] = _base_rate_pairs(base, cats, level, compat, not m.weighted)
-    if "model" in levels:
-        prates = parity_rates(m, level)
-        for i, gr in enumerate(groups):
-            for name in ("positive_rate", "tpr", "fpr"):
-                gr[name] = _rate_entry(prates[name], i, compat)
-        pair_rows |= pair_comparisons(m, level, rates=prates, lift_compat=compat)
-    for name, rows in pair_rows.items():
-        det["pairs"][name] = _top_pairs(rows, cfg.max_pairs_reported)
-        det["pairs"][f"{name}_count"] = len(rows)
-        gap_key = "lift_gap" if compat else "abs_gap"
-        vals = [r[gap_key] for r in rows if np.isfinite(r[gap_key])]
-        if vals:
-            worst = max(rows, key=lambda r: r[gap_key] if np.isfinite(r[gap_key]) else -1)
-            findings.append(
-                Finding(
-                    key=f"{_RATE_KEYS[name]}_gap_max.{tok}",
-                    label=f"Largest {_RATE_WORDS[name]} gap, {enc.name}",
-                    estimate=float(max(vals)),
-                    reading=(
-                        f"The largest {_RATE_WORDS[name]} gap over {len(rows)} pair(s) of "
-                        f"{enc.name} is {max(vals):.3f} ({worst['a']} vs {worst['b']})."
-                    ),
-                )
-            )
-    if "model" in levels and pair_rows.get("positive_rate"):
-        _impact_finding(m, prates["positive_rate"], enc.name, tok, level, findings)
-
-    # ------------------------------------------------------------ distances
-    dist_names = cfg.distance_metrics
-    for lvl in levels:
-        p = _masses(m, lvl)
-        spec = cfg.reference.get(enc.name)
-        share = p.sum(axis=0) / p.sum()
-        q = reference_masses(
-            spec, cats, share, where=f"methods.group_metrics.reference[{enc.name!r}]"
-        )
-        mask = np.ones_like(p, dtype=bool)
-        if compat and lvl == "dataset":
-            mask = m.n > 0  # LiFT: only observed (label, group) combinations exist
-            if spec is None:
-                q = np.where(mask, 1.0 / mask.sum(), 0.0)
-        dd = distribution_distances(p[mask], q[mask], smoothing=cfg.smoothing, lift_compat=compat)
-        det["distances"][lvl] = _distance_details(dd, p, q, mask, cats, dist_names)
-        for name in _SCALARS:
-            if name not in dist_names:
-                continue
-            val = dd.scalar(name)
-            findings.append(
-                Finding(
-                    key=f"{_DIST_TOKEN[name]}_{_LEVEL_TOKEN[lvl]}.{tok}",
-                    label=f"{_DIST_WORDS[name]} of the {_LEVEL_WORDS[lvl]} distribution from "
-                    f"the {'user' if spec is not None else 'uniform'} reference, {enc.name}",
-                    estimate=val,
-                    reading=(
-                        f"{_DIST_WORDS[name]} of the {_LEVEL_WORDS[lvl]} distribution over "
-                        f"({enc.name}, outcome) from the "
-                        f"{'user-supplied' if spec is not None else 'uniform'} reference: "
-                        f"{val:.4g}."
-                    ),
-                )
-            )
-        if "SKEWS" in cfg.distance_benefit_metrics:
-            sk = dd.skews
-            benefit = sk if compat else np.exp(sk)  # representation ratio p̂/q̂ (≥ 0)
-            labels = [f"{cats[g]}|{v}" for g, v in zip(*np.nonzero(mask), strict=True)]
-            det["benefits"][f"skews_{_LEVEL_TOKEN[lvl]}"] = _benefit(
-                f"skews_{_LEVEL_TOKEN[lvl]}",
-                labels,
-                benefit,
-                cfg,
-                enc,
-                tok,
-                findings,
-                warnings,
-                drop_nan=not compat,
-            )
-
-    # ------------------------------------------------------------ performance
-    perf: dict[str, np.ndarray] = {}
-    if perf_names or cfg.performance_benefit_metrics:
-        perf_rates = (
-            group_rates(m, level, lift_compat=compat) if "model" in levels or perf_names else {}
-        )
-        for name, gr_rate in perf_rates.items():
-            if name not in perf_names and name not in cfg.performance_benefit_metrics:
-                continue
-            perf[name] = gr_rate.estimate
-            for i, gr in enumerate(groups):
-                gr.setdefault("performance", {})[name] = {
-                    "estimate": float(gr_rate.estimate[i]),
-                    "low": float(gr_rate.low[i]),
-                    "high": float(gr_rate.high[i]),
-                }
-        if want_auc:
-            gauc = _auc(enc, dataset, table, m, cfg, binned, order)
-            perf["AUC"] = np.array([e.auc for e in gauc.estimates])
-            _auc_outputs(gauc, enc, groups, cfg, tok, findings, warnings)
-        for name, fn in customs.items():
-            custom_vals = np.empty(g_n)
-            for i in range(g_n):
-                in_group = enc.codes == i
-                w = None if dataset.weights is None else dataset.weights[in_group]
-                custom_vals[i] = float(
-                    fn(
-                        dataset.label[in_group],
-                        dataset.probability[in_group] if dataset.probability is not None else None,
-                        dataset.prediction[in_group] if dataset.prediction is not None else None,
-                        w,
-                    )
-                )
-            perf[name] = custom_vals
-            for i, gr in enumerate(groups):
-                gr.setdefault("performance", {})[name] = {"estimate": float(custom_vals[i])}
+    rates = encoding_rates(m, levels, level, compat)
+    findings += gap_findings(rates, enc, compat, level)
+    benefits: dict[str, Benefit] = {}
+    distances = encoding_distances(enc, cfg, levels, findings, warnings, benefits)
+    performance, perf = encoding_performance(
+        enc, dataset, cfg, table, levels, perf_names, auc, customs, findings, warnings
+    )
 
     # ------------------------------------------------------------ benefit vectors
+    pairs = rates.all_pairs()
     if "DEMOGRAPHIC_PARITY" in cfg.distance_benefit_metrics:
         for name, tag in (("positive_rate", "dp_pred"), ("base_rate", "dp_label")):
-            dp_rows = pair_rows.get(name)
+            dp_rows = pairs.get(name)
             if dp_rows:
-                key = "lift_gap" if compat else "abs_gap"
-                _store_benefit(
-                    det,
+                benefits[tag] = benefit(
                     tag,
-                    [f"{r['a']}|{r['b']}" for r in dp_rows],
-                    np.array([r[key] for r in dp_rows]),
+                    [f"{r.a}|{r.b}" for r in dp_rows],
+                    np.array([r.reported_gap(compat) for r in dp_rows]),
                     cfg,
                     enc,
-                    tok,
                     findings,
                     warnings,
-                    compat,
                 )
     if "EQUALIZED_ODDS" in cfg.distance_benefit_metrics and "model" in levels:
-        eo_rows = [(n, r) for n in ("fpr", "tpr") for r in pair_rows.get(n, [])]
+        eo_rows = [(n, r) for n in ("fpr", "tpr") for r in pairs.get(n, [])]
         if eo_rows:
-            key = "lift_gap" if compat else "abs_gap"
-            _store_benefit(
-                det,
+            benefits["eo"] = benefit(
                 "eo",
-                [f"{r['a']}|{r['b']}|{n}" for n, r in eo_rows],
-                np.array([r[key] for _, r in eo_rows]),
+                [f"{r.a}|{r.b}|{n}" for n, r in eo_rows],
+                np.array([r.reported_gap(compat) for _, r in eo_rows]),
                 cfg,
                 enc,
-                tok,
                 findings,
                 warnings,
-                compat,
             )
     for name in cfg.performance_benefit_metrics:
         if name in perf:
-            _store_benefit(
-                det, name.lower(), list(cats), perf[name], cfg, enc, tok, findings, warnings, compat
-            )
-    return det, findings
+            tag = name.lower()
+            benefits[tag] = benefit(tag, list(cats), perf[name], cfg, enc, findings, warnings)
 
-
-def _name_token(enc: _Encoding, name: str) -> str:
-    """Key token of an attribute or group name; for the intersection encoding, whose names join
-    attribute (group) names with " & ", the tokens of the parts joined by ``_x_``."""
-    if enc.kind == "intersection":
-        return intersection_token(name.split(SEPARATOR))
-    return key_token(name)
-
-
-_RATE_WORDS = {
-    "positive_rate": "positive-prediction-rate (demographic parity)",
-    "tpr": "true-positive-rate",
-    "fpr": "false-positive-rate",
-    "base_rate": "label base-rate",
-}
-_DIST_WORDS = {
-    "INF_NORM_DIST": "Infinity-norm distance",
-    "TOTAL_VAR_DIST": "Total variation distance",
-    "JS_DIVERGENCE": "Jensen–Shannon divergence (bits)",
-    "KL_DIVERGENCE": "KL divergence (bits)",
-}
-_LEVEL_WORDS = {"model": "prediction", "dataset": "label"}
-
-
-def _rate_entry(r: dict[str, np.ndarray], i: int, compat: bool) -> dict[str, float]:
-    est = float(r["estimate"][i])
-    out = {"estimate": est, "low": float(r["low"][i]), "high": float(r["high"][i])}
-    if compat:
-        out["lift"] = float(round_half_up(est))
-    return out
-
-
-def _base_rate_pairs(
-    base: dict[str, np.ndarray],
-    cats: tuple[str, ...],
-    level: float,
-    compat: bool,
-    binomial: bool,
-) -> list[dict[str, Any]]:
-    """Label base-rate gaps; labels are 0/1, so unweighted data use Newcombe on the counts."""
-    gaps = rate_gaps(
-        base["estimate"],
-        base["variance"],
-        base["n"],
-        tolerance=0.0,
-        level=level,
-        binomial=binomial,
+    pred = rates.prediction
+    groups = tuple(
+        MetricsGroup(
+            group=group,
+            n=int(m.n[i].sum()),
+            weight=float(m.w[i].sum()),
+            base_rate=rate_entry(rates.base, i, compat),
+            positive_rate=None if pred is None else rate_entry(pred["positive_rate"], i, compat),
+            tpr=None if pred is None else rate_entry(pred["tpr"], i, compat),
+            fpr=None if pred is None else rate_entry(pred["fpr"], i, compat),
+            performance=performance[i] or None,
+        )
+        for i, group in enumerate(cats)
     )
-    return comparison_rows(cats, base, gaps, level, compat)
-
-
-def _impact_finding(
-    m: GroupLabelMoments,
-    r: dict[str, np.ndarray],
-    name: str,
-    tok: str,
-    level: float,
-    findings: list[Finding],
-) -> None:
-    est = r["estimate"]
-    if not np.any(np.isfinite(est)) or not np.nanmax(est) > 0:
-        return
-    lo_g, hi_g = int(np.nanargmin(est)), int(np.nanargmax(est))
-    rr = rate_ratios(est[[lo_g, hi_g]], r["variance"][[lo_g, hi_g]], level=level)
-    ratio = float(rr.estimate[0])
-    cats = m.categories
-    flag = ratio < 0.8
-    findings.append(
-        Finding(
-            key=f"dp_impact.{tok}",
-            label=f"Disparate-impact ratio (lowest/highest positive-prediction rate), {name}",
-            estimate=ratio,
-            interval=Interval(
-                float(rr.low[0]),
-                float(rr.high[0]),
-                level,
-                "log ratio (delta method), selected pair",
-            ),
-            reading=(
-                f"{name}={cats[lo_g]} has {ratio:.0%} of the positive-prediction rate of "
-                f"{name}={cats[hi_g]}: "
-                + ("below the four-fifths (80 %) rule." if flag else "meets the four-fifths rule.")
-            ),
-        )
-    )
-
-
-def _distance_details(
-    dd: DistributionDistances,
-    p: np.ndarray,
-    q: np.ndarray,
-    mask: np.ndarray,
-    cats: tuple[str, ...],
-    names: list[str],
-) -> dict[str, Any]:
-    out: dict[str, Any] = {n: dd.scalar(n) for n in _SCALARS if n in names}
-    if "SKEWS" in names:
-        sk = np.full(p.shape, np.nan)
-        sk[mask] = dd.skews
-        out["categories"] = [
-            {
-                "group": cats[g],
-                "outcome": v,
-                "observed": float(p[g, v]),
-                "reference": float(q[g, v]),
-                "skew": float(sk[g, v]),
-            }
-            for g in range(len(cats))
-            for v in (0, 1)
-            if mask[g, v]
-        ]
-    return out
-
-
-def _auc(
-    enc: _Encoding,
-    dataset: AuditDataset,
-    table: GroupTable,
-    m: GroupLabelMoments,
-    cfg: GroupMetricsConfig,
-    binned: bool,
-    order: ScoreOrder | None,
-) -> GroupAUC:
-    compat = cfg.lift_compat
-    if compat and dataset.threshold is not None:
-        return group_auc(hard_prediction_blocks(m), lift_compat=True)
-    if binned:
-        hw, hw2 = table.histogram(enc.name if enc.kind == "attribute" else None)
-        return group_auc(binned_score_blocks(hw, hw2, m.n), lift_compat=compat)
-    # the row codes were computed for this case (need_rows in run_group_metrics)
-    assert enc.codes is not None
-    blocks = exact_score_blocks(
-        enc.codes,
-        len(m.categories),
-        dataset.label,
-        dataset.probability,  # type: ignore[arg-type]
-        dataset.weights,
-        order,
-    )
-    return group_auc(blocks, lift_compat=compat)
-
-
-def _auc_outputs(
-    gauc: GroupAUC,
-    enc: _Encoding,
-    groups: list[dict[str, Any]],
-    cfg: GroupMetricsConfig,
-    tok: str,
-    findings: list[Finding],
-    warnings: list[str],
-) -> None:
-    level = cfg.confidence_level
-    cats = enc.moments.categories
-    for i, e in enumerate(gauc.estimates):
-        ci = auc_interval(e.auc, e.se, level, cfg.auc_interval)
-        groups[i].setdefault("performance", {})["AUC"] = {
-            "estimate": e.auc,
-            "low": ci.low,
-            "high": ci.high,
-            "se": e.se,
-            "error_bound": float(gauc.error_bound[i]),
-            "n_pos": e.n_pos,
-            "n_neg": e.n_neg,
-        }
-        if not np.isfinite(e.auc):
-            warnings.append(
-                f"AUC of {enc.name}={cats[i]} is undefined: it has {e.n_pos} positive and "
-                f"{e.n_neg} negative row(s)"
-            )
-        elif gauc.all_tied[i] and not cfg.lift_compat:
-            warnings.append(
-                f"all scores are equal in {enc.name}={cats[i]}: AUC = 0.5 with zero variance "
-                "(the score does not rank this group)"
-            )
-        bound = float(gauc.error_bound[i])
-        note = f" (binned; exact AUC within ±{bound:.2g})" if bound > 0 else ""
-        findings.append(
-            Finding(
-                key=f"auc.{tok}.{_name_token(enc, cats[i])}",
-                label=f"AUC, {enc.name}={cats[i]}",
-                estimate=e.auc,
-                interval=ci if np.isfinite(ci.low) else None,
-                reading=(
-                    f"AUC of the score within {enc.name}={cats[i]} is {e.auc:.3f}"
-                    + (
-                        f" ({level:.0%} CI {ci.low:.3f} to {ci.high:.3f})"
-                        if np.isfinite(ci.low)
-                        else ""
-                    )
-                    + note
-                    + "."
-                ),
-            )
-        )
-    if cfg.auc_gap_tests and enc.kind == "attribute" and not cfg.lift_compat:
-        est = gauc.estimates
-        for a in range(len(est)):
-            for b in range(a + 1, len(est)):
-                d = est[a].auc - est[b].auc
-                se = math.sqrt(est[a].variance + est[b].variance)
-                # a group with zero DeLong variance (AUC 0 or 1, or all scores tied) would leave
-                # its own sampling error out of se: no valid Wald test, the pair is not tested
-                ok = bool(np.isfinite(d) and est[a].variance > 0 and est[b].variance > 0)
-                p = float(2 * norm.sf(abs(d) / se)) if ok else None
-                lo, hi = wald_interval(d, se, level) if ok else (np.nan, np.nan)
-                findings.append(
-                    Finding(
-                        key=f"auc_gap.{tok}.{pair_token(cats[a], cats[b])}",
-                        label=f"AUC gap, {enc.name}: {cats[a]} − {cats[b]}",
-                        estimate=float(d),
-                        interval=Interval(float(lo), float(hi), level, "delong wald")
-                        if ok
-                        else None,
-                        pvalue=p,
-                        null_hypothesis="equal AUC in both groups",
-                        question=(
-                            gap_question("auc", enc.name, cats[a], cats[b])
-                            if enc.kind == "attribute"
-                            else None
-                        ),
-                        null_kind="zero",
-                        reading=f"AUC of {cats[a]} minus {cats[b]} is {d:+.3f}."
-                        + (
-                            ""
-                            if ok
-                            else " Not tested: a group's AUC has zero or undefined DeLong variance."
-                        ),
-                    )
-                )
-
-
-def _benefit(
-    tag: str,
-    labels: list[str],
-    values: np.ndarray,
-    cfg: GroupMetricsConfig,
-    enc: _Encoding,
-    tok: str,
-    findings: list[Finding],
-    warnings: list[str],
-    *,
-    drop_nan: bool,
-) -> dict[str, Any]:
-    """Aggregate one benefit vector; returns its details entry and appends findings."""
-    vals = np.asarray(values, dtype=np.float64)
-    keep = np.isfinite(vals) if drop_nan else np.ones(vals.shape, dtype=bool)
-    if drop_nan and not keep.all():
-        warnings.append(
-            f"benefit vector {tag} of {enc.name}: {int((~keep).sum())} undefined entr"
-            f"{'y' if (~keep).sum() == 1 else 'ies'} left out of the aggregates"
-        )
-    aggs: dict[str, float] = {}
-    for name in cfg.aggregate_metrics:
-        param = {
-            "GENERALIZED_ENTROPY_INDEX": cfg.gei_alpha,
-            "ATKINSON_INDEX": cfg.atkinson_epsilon,
-        }.get(name)
-        val = aggregate(name, vals[keep], param, lift_compat=cfg.lift_compat)
-        aggs[name] = val
-        ptxt = "" if param is None else f"({param:g})"
-        findings.append(
-            Finding(
-                key=f"{TOKENS[name]}.{part_token(tag)}.{tok}",
-                label=f"{name.replace('_', ' ').title()}{ptxt} of the {tag} benefit vector, "
-                f"{enc.name}",
-                estimate=val,
-                reading=(
-                    f"Inequality ({name.lower()}{ptxt}) of {tag} across {enc.name} "
-                    f"({int(keep.sum())} entries): {val:.4g} (0 = all equal)."
-                ),
-            )
-        )
-    out: dict[str, Any] = {"n_entries": int(vals.size), "aggregates": aggs}
-    if vals.size <= MAX_BENEFIT_ENTRIES:
-        out["entries"] = dict(zip(labels, vals.tolist(), strict=True))
-    else:  # keep the details small (pairs of a large intersection)
-        fin = vals[np.isfinite(vals)]
-        out["summary"] = {
-            "min": float(fin.min()) if fin.size else math.nan,
-            "max": float(fin.max()) if fin.size else math.nan,
-            "mean": float(fin.mean()) if fin.size else math.nan,
-        }
-    return out
-
-
-def _store_benefit(
-    det: dict[str, Any],
-    tag: str,
-    labels: list[str],
-    values: np.ndarray,
-    cfg: GroupMetricsConfig,
-    enc: _Encoding,
-    tok: str,
-    findings: list[Finding],
-    warnings: list[str],
-    compat: bool,
-) -> None:
-    det["benefits"][tag] = _benefit(
-        tag, labels, values, cfg, enc, tok, findings, warnings, drop_nan=not compat
+    return EncodingMetrics(
+        kind=enc.kind,
+        groups=groups,
+        pairs=reported_pairs(rates, cfg.max_pairs_reported),
+        distances=distances,
+        benefits=benefits,
     )

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 import numpy as np
 
@@ -55,14 +54,25 @@ from fairengine.exact_tolerance import (
     exact_tolerance_pvalue,
 )
 from fairengine.finding_keys import key_token, pair_token, part_token
-from fairengine.intervals import wald_interval, wilson_interval
-from fairengine.rate_gap import (
-    RateGaps,
-    effective_sample_size,
-    rate_gaps,
-    rate_ratios,
-    round_half_up,
+from fairengine.group_parity.rates import (
+    RATES,
+    group_rates,
+    moments_for,
+    pair_numbers,
+    rate_pair_gaps,
 )
+from fairengine.group_parity.result import (
+    AttributeParity,
+    ExactSettings,
+    GroupParityDetails,
+    GroupRates,
+    ParityGroup,
+    ParityPair,
+    RateEstimate,
+    RateName,
+    RatePairs,
+)
+from fairengine.rate_gap import RateGaps
 from fairengine.results import Finding, Interval, MethodResult, gap_question
 
 METHOD = "group_parity"
@@ -81,153 +91,11 @@ EXACT_READING = (
     "the interval is Newcombe's"
 )
 
-# rate name -> (labels it conditions on, metric key prefix, human name)
-RATES: dict[str, tuple[tuple[int, ...], str, str]] = {
-    "positive_rate": ((0, 1), "dp_gap", "Demographic parity gap (positive-prediction rate)"),
-    "tpr": ((1,), "tpr_gap", "Equalized odds: true-positive-rate gap"),
-    "fpr": ((0,), "fpr_gap", "Equalized odds: false-positive-rate gap"),
-}
-
 
 def metric_token(value: str) -> str:
     """A group or attribute name made safe for flat MLflow metric names (injective):
     :func:`fairengine.finding_keys.key_token`."""
     return key_token(value)
-
-
-def moments_for(dataset: AuditDataset, attribute: str) -> GroupLabelMoments:
-    """The sufficient-statistic table of ``attribute`` for this dataset's predictions."""
-    enc = dataset.groups[attribute]
-    return GroupLabelMoments.from_arrays(
-        attribute,
-        enc.categories,
-        enc.codes,
-        dataset.label,
-        dataset.require_scores("group parity"),
-        dataset.weights,
-        hard=dataset.threshold is not None,
-    )
-
-
-def group_rates(
-    moments: GroupLabelMoments, level: float = 0.95
-) -> dict[str, dict[str, np.ndarray]]:
-    """Per-group rates with intervals: Wilson for hard predictions (on the counts; with weights
-    on the effective counts r̂·n_eff of :func:`fairengine.rate_gap.effective_sample_size`,
-    stored as ``n_effective``), Wald for expected counts."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for name, (labels, _, _) in RATES.items():
-        m, var, n = moments.rate(labels)
-        entry = {"estimate": m, "variance": var, "n": n}
-        if moments.hard and not moments.weighted:
-            low, high = wilson_interval(np.round(m * n), n, level)
-        elif moments.hard:
-            cols = list(labels)
-            n_eff = effective_sample_size(
-                m, var, n, moments.w[:, cols].sum(axis=1), moments.w2[:, cols].sum(axis=1)
-            )
-            low, high = wilson_interval(m * n_eff, n_eff, level)
-            entry["n_effective"] = n_eff
-        else:
-            low, high = wald_interval(m, np.sqrt(var), level, bounds=(0.0, 1.0))
-        out[name] = {**entry, "low": low, "high": high}
-    return out
-
-
-def rate_pair_gaps(
-    moments: GroupLabelMoments,
-    rate: dict[str, np.ndarray],
-    *,
-    tolerance: float,
-    level: float,
-) -> RateGaps:
-    """Pairwise gaps of one rate of :func:`group_rates` with interval and tolerance test:
-    Newcombe on counts (unweighted hard predictions) or effective counts (weighted hard
-    predictions), Wald for expected counts (:func:`fairengine.rate_gap.rate_gaps`)."""
-    return rate_gaps(
-        rate["estimate"],
-        rate["variance"],
-        rate["n"],
-        tolerance=tolerance,
-        level=level,
-        binomial=moments.hard and not moments.weighted,
-        n_effective=rate.get("n_effective") if moments.hard else None,
-    )
-
-
-def comparison_rows(
-    cats: tuple[str, ...],
-    rate: dict[str, np.ndarray],
-    gaps: RateGaps,
-    level: float,
-    lift_compat: bool,
-    *,
-    skip: np.ndarray | None = None,
-    pvalues: bool = False,
-    tests: list[str] | None = None,
-) -> list[dict[str, Any]]:
-    """JSON-ready rows for every pair (a, b) of ``gaps.pairs``: the signed and absolute gap
-    with its interval (and tolerance p-value when ``pvalues``, with the name of its test when
-    ``tests`` is given, one per pair), the ratio r_a/r_b with its log interval, the
-    disparate-impact ratio min/max and the four-fifths flag; with ``lift_compat`` also LiFT's
-    gap of rates rounded half-up first. Pairs with a group flagged in ``skip`` are left out."""
-    ratios = rate_ratios(rate["estimate"], rate["variance"], level=level)
-    rounded = round_half_up(rate["estimate"])
-    rows = []
-    for k, (a, b) in enumerate(gaps.pairs):
-        if skip is not None and (skip[a] or skip[b]):
-            continue
-        row: dict[str, Any] = {
-            "a": cats[a],
-            "b": cats[b],
-            "gap": float(gaps.estimate[k]),
-            "abs_gap": float(abs(gaps.estimate[k])),
-            "gap_low": float(gaps.low[k]),
-            "gap_high": float(gaps.high[k]),
-        }
-        if pvalues:
-            row["pvalue"] = float(gaps.pvalue[k])
-            if tests is not None:
-                row["test"] = tests[k]
-        row.update(
-            ratio=float(ratios.estimate[k]),
-            ratio_low=float(ratios.low[k]),
-            ratio_high=float(ratios.high[k]),
-            impact_ratio=float(ratios.impact[k]),
-            four_fifths_violated=bool(ratios.four_fifths[k]),
-        )
-        if lift_compat:
-            row["lift_gap"] = float(round_half_up(abs(rounded[a] - rounded[b])))
-        rows.append(row)
-    return rows
-
-
-def pair_comparisons(
-    moments: GroupLabelMoments,
-    level: float = 0.95,
-    *,
-    tolerance: float = 0.0,
-    rates: dict[str, dict[str, np.ndarray]] | None = None,
-    lift_compat: bool = False,
-) -> dict[str, list[dict[str, Any]]]:
-    """Every pair a < b of every rate of :data:`RATES`: signed and absolute gap with interval
-    and tolerance p-value, ratio r_a/r_b with its log interval, disparate-impact ratio
-    min/max and the four-fifths flag (JSON-ready rows, for details and reports).
-
-    ``lift_compat=True`` adds LiFT's numbers (``lift_gap``): rates rounded half-up to 5
-    decimals *before* differencing, the absolute difference rounded again (LiFT §1.5); pairs
-    where a group has no row with the conditioning label are left out, as in LiFT.
-    """
-    rates = group_rates(moments, level) if rates is None else rates
-    cats = moments.categories
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name in RATES:
-        r = rates[name]
-        gaps = rate_pair_gaps(moments, r, tolerance=tolerance, level=level)
-        skip = (r["n"] == 0) if lift_compat else None
-        rows = comparison_rows(cats, r, gaps, level, lift_compat, skip=skip, pvalues=True)
-        out[name] = rows
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,13 +210,7 @@ def group_parity(
         )
     findings: list[Finding] = []
     warnings: list[str] = []
-    details: dict[str, Any] = {
-        "prediction": dataset.prediction_mode,
-        "threshold": dataset.threshold,
-        "tolerance": tolerance,
-        "exact": {"mode": exact, "max_rows": exact_max_rows, "max_cells": EXACT_MAX_CELLS},
-        "attributes": {},
-    }
+    by_attribute: dict[str, AttributeParity] = {}
     if exact == "always" and not (dataset.threshold is not None and dataset.weights is None):
         why = "it has sample weights" if dataset.threshold is not None else "it has no threshold"
         warnings.append(
@@ -361,7 +223,7 @@ def group_parity(
         rates = group_rates(mom, confidence_level)
         cats = mom.categories
         cache: dict[tuple[int, int, int, int], float] = {}
-        chosen: dict[str, ExactChoice] = {}
+        chosen: dict[RateName, ExactChoice] = {}
         for name in RATES:
             gaps = rate_pair_gaps(mom, rates[name], tolerance=tolerance, level=confidence_level)
             chosen[name] = exact_gaps(
@@ -373,32 +235,14 @@ def group_parity(
                 exact_max_rows=exact_max_rows,
                 cache=cache,
             )
-        details["attributes"][attr] = {
-            "groups": [
-                {
-                    "group": cats[g],
-                    "n": int(mom.n[g].sum()),
-                    "weight": float(mom.w[g].sum()),
-                    "rates": {
-                        name: {k: float(r[k][g]) for k in ("estimate", "low", "high")}
-                        for name, r in rates.items()
-                    },
-                }
-                for g in range(len(cats))
-            ],
-            "pairs": {
-                name: comparison_rows(
-                    cats,
-                    rates[name],
-                    chosen[name].gaps,
-                    confidence_level,
-                    False,
-                    pvalues=True,
-                    tests=chosen[name].tests,
-                )
-                for name in RATES
-            },
-        }
+        by_attribute[attr] = AttributeParity(
+            groups=_groups(mom, rates),
+            pairs=RatePairs(
+                positive_rate=_pairs(cats, rates, chosen, "positive_rate", confidence_level),
+                tpr=_pairs(cats, rates, chosen, "tpr", confidence_level),
+                fpr=_pairs(cats, rates, chosen, "fpr", confidence_level),
+            ),
+        )
         for name, (labels, prefix, human) in RATES.items():
             gaps, tests = chosen[name].gaps, chosen[name].tests
             n = rates[name]["n"]
@@ -462,9 +306,56 @@ def group_parity(
             "prediction": dataset.prediction_mode,
         },
         findings=findings,
-        details=details,
+        details=GroupParityDetails(
+            prediction=dataset.prediction_mode,
+            threshold=dataset.threshold,
+            tolerance=float(tolerance),
+            exact=ExactSettings(
+                mode=exact, max_rows=int(exact_max_rows), max_cells=EXACT_MAX_CELLS
+            ),
+            attributes=by_attribute,
+        ),
         warnings=warnings,
         seconds=time.perf_counter() - start,
+    )
+
+
+def _groups(
+    moments: GroupLabelMoments, rates: dict[RateName, dict[str, np.ndarray]]
+) -> tuple[ParityGroup, ...]:
+    """The details of every group of ``moments``: rows, weight and rates of
+    :func:`~fairengine.group_parity.rates.group_rates`."""
+
+    def rate(name: RateName, g: int) -> RateEstimate:
+        r = rates[name]
+        return RateEstimate(float(r["estimate"][g]), float(r["low"][g]), float(r["high"][g]))
+
+    return tuple(
+        ParityGroup(
+            group=group,
+            n=int(moments.n[g].sum()),
+            weight=float(moments.w[g].sum()),
+            rates=GroupRates(
+                positive_rate=rate("positive_rate", g), tpr=rate("tpr", g), fpr=rate("fpr", g)
+            ),
+        )
+        for g, group in enumerate(moments.categories)
+    )
+
+
+def _pairs(
+    cats: tuple[str, ...],
+    rates: dict[RateName, dict[str, np.ndarray]],
+    chosen: dict[RateName, ExactChoice],
+    name: RateName,
+    level: float,
+) -> tuple[ParityPair, ...]:
+    """The details of every pair of the rate ``name``: its numbers and the p-value of the test
+    :func:`exact_gaps` chose."""
+    choice = chosen[name]
+    return tuple(
+        ParityPair(**numbers, pvalue=float(choice.gaps.pvalue[k]), test=choice.tests[k])
+        for k, numbers in enumerate(pair_numbers(cats, rates[name], choice.gaps, level))
     )
 
 
