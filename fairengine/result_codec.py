@@ -181,7 +181,12 @@ def _decode_dataclass(cls: type, data: object, path: str) -> object:
     if custom is not None and getattr(cls, "_custom_json", False):
         if not isinstance(data, dict):
             raise _fail(path, f"an object ({cls.__name__})", data)
-        return custom(data)
+        try:
+            return custom(data)
+        except ResultFormatError as exc:  # a class's own reader: prefix where it was
+            if path and not str(exc).startswith(path):
+                raise ResultFormatError(f"{path}: {exc}") from exc
+            raise
     if not isinstance(data, dict):
         raise _fail(path, f"an object ({cls.__name__})", data)
     hints = _hints(cls)

@@ -19,13 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fairengine.errors import ConfigError
+from fairengine.mitigation.estimates import EpsilonEstimate
 from fairengine.results import decode_float, encode_float
-
-if TYPE_CHECKING:  # fairengine.mitigation.result imports this module
-    from fairengine.mitigation.result import EpsilonEstimate
 
 #: Values of ``methods.mitigation.register_if``, strictest first.
 REGISTER_POLICIES = ("upper_bound", "point", "always")
