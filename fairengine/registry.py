@@ -40,11 +40,13 @@ from typing import Any, Literal
 
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.result import FlipTestDetails, MapCacheUse
 from fairengine.group_metrics.config import GroupMetricsConfig
 from fairengine.group_metrics.result import GroupMetricsDetails
 from fairengine.group_parity.config import GroupParityConfig
 from fairengine.group_parity.result import GroupParityDetails
 from fairengine.individual.config import IndividualConfig
+from fairengine.individual.result import IndividualFairnessDetails
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.mitigation.config import MitigationConfig
@@ -185,6 +187,7 @@ def _run_fliptest(
     """FlipTest with its fitted maps kept in ``context.store`` (reused by a later run whose
     step is not cached as a whole), else in a fresh temporary folder (saved for the run's
     artifacts, never reused); the result's ``artifacts`` list them."""
+    import dataclasses
     import tempfile
 
     from fairengine.fliptest import run_fliptest
@@ -199,24 +202,30 @@ def _run_fliptest(
         dataset, config, seed=context.seed, predict_proba=context.model, map_cache=cache
     )
     if result.status == "ok":
+        assert isinstance(result.details, FlipTestDetails)
         result.artifacts = map_artifacts(result)
-        result.details.data["map_cache"] = {
-            "folder": None if cache is None else str(cache.directory),
-            "reused_across_runs": context.store is not None,
-            "loaded": 0 if cache is None else cache.hits,
-            "fitted": 0 if cache is None else cache.misses,
-        }
+        result.details = dataclasses.replace(
+            result.details,
+            map_cache=MapCacheUse(
+                folder=None if cache is None else str(cache.directory),
+                reused_across_runs=context.store is not None,
+                loaded=0 if cache is None else cache.hits,
+                fitted=0 if cache is None else cache.misses,
+            ),
+        )
     return result
 
 
 def _fliptest_summary(result: MethodResult, config: FlipTestConfig) -> str:
-    cache = result.details.get("map_cache", {})
+    details = result.details
+    assert isinstance(details, FlipTestDetails)
+    cache = details.map_cache or MapCacheUse(None, False, 0, 0)
     return (
         f"FlipTest ({config.estimator} map, {config.mode}): {len(result.findings)} flipset "
-        f"findings over {len(result.details.get('pairs', []))} group pair(s) in "
-        f"{result.seconds or 0.0:.2f} s; {cache.get('loaded', 0)} map(s) loaded from "
-        f"{cache.get('folder')}, {cache.get('fitted', 0)} fitted and saved"
-        + ("" if cache.get("reused_across_runs") else " (not reused: step caching is off)")
+        f"findings over {len(details.pairs)} group pair(s) in "
+        f"{result.seconds or 0.0:.2f} s; {cache.loaded} map(s) loaded from "
+        f"{cache.folder}, {cache.fitted} fitted and saved"
+        + ("" if cache.reused_across_runs else " (not reused: step caching is off)")
     )
 
 
@@ -229,11 +238,13 @@ def _run_individual_fairness(
 
 
 def _individual_summary(result: MethodResult, config: IndividualConfig) -> str:
-    lr = result.details["loss_ratio"]
+    details = result.details
+    assert isinstance(details, IndividualFairnessDetails)
+    lr = details.loss_ratio
     return (
-        f"Individual fairness: mean loss ratio {lr['statistic']:.3f}, lower bound "
-        f"{lr['lower_bound']:.3f} vs delta {result.details['delta']:.2f} on "
-        f"{result.details['n_audited']} rows in {result.seconds or 0.0:.2f} s"
+        f"Individual fairness: mean loss ratio {lr.statistic:.3f}, lower bound "
+        f"{lr.lower_bound:.3f} vs delta {details.delta:.2f} on "
+        f"{details.n_audited} rows in {result.seconds or 0.0:.2f} s"
     )
 
 
@@ -300,6 +311,7 @@ METHODS: list[MethodSpec] = [
         _run_fliptest,
         needs="predict_proba",
         summary=_fliptest_summary,
+        details=FlipTestDetails,
     ),
     MethodSpec(
         "individual_fairness",
@@ -308,6 +320,7 @@ METHODS: list[MethodSpec] = [
         _run_individual_fairness,
         needs="model",
         summary=_individual_summary,
+        details=IndividualFairnessDetails,
     ),
     MethodSpec(
         "mitigation",

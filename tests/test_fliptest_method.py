@@ -14,6 +14,7 @@ from fairengine.datasets import make_lipton_hiring
 from fairengine.devices import resolve_device
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.fliptest import FlipTestConfig, run_fliptest
+from fairengine.fliptest.result import FlipTestDetails
 from fairengine.roles import ColumnRoles
 
 FAST = dict(n_permutations=4, n_selfmap=4, n_bootstrap=4, max_per_group=300)
@@ -59,19 +60,18 @@ def test_result_contract(lipton):
         assert f.adjusted_pvalue is None and f.decision == "not_tested"
     text = json.dumps(r.to_dict(), allow_nan=False)
     assert len(text) < 200_000
-    pair = r.details["pairs"][0]
-    fwd, rev = pair["directions"]
-    assert (fwd["source"], fwd["target"]) == ("man", "woman")
-    assert "validation" in fwd
-    assert [(m["stratum"], m["path"], m["loaded_from_cache"]) for m in fwd["maps"]] == [
-        ("all", None, None)
-    ]
-    assert fwd["maps"][0]["artifact"] == "map_gender_man_to_woman.npz"
-    tr = rev["transparency"]["positive"]
-    assert tr["ranking_mean_difference"][0] == "hair_len"
-    assert all("sign_pvalue_bh" in e for e in tr["features"])
-    assert sum(rev["histograms"]["hair_len"]["group"]) == pair["n"][1]
-    assert "demographic-parity count gap" in r.details["identity_note"]
+    assert isinstance(r.details, FlipTestDetails)
+    pair = r.details.pairs[0]
+    fwd, rev = pair.directions
+    assert (fwd.source, fwd.target) == ("man", "woman")
+    assert fwd.validation is not None
+    assert [(m.stratum, m.path, m.loaded_from_cache) for m in fwd.maps] == [("all", None, None)]
+    assert fwd.maps[0].artifact == "map_gender_man_to_woman.npz"
+    tr = rev.transparency.positive
+    assert tr.ranking_mean_difference[0] == "hair_len"
+    assert all(0 <= e.sign_pvalue <= e.sign_pvalue_bh <= 1 for e in tr.features)
+    assert sum(rev.histograms["hair_len"].group) == pair.n[1]
+    assert "demographic-parity count gap" in r.details.identity_note
     # same seed, same result
     again = run_fliptest(lipton, cfg, seed=1, predict_proba=_hire_proba)
     assert [f.estimate for f in again.findings] == [f.estimate for f in r.findings]
@@ -97,8 +97,9 @@ def test_equalized_odds_and_protected_as_feature(lipton):
     assert r.status == "ok" and len(r.findings) == 4
     assert {"man"} in seen and {"woman"} in seen
     # exact bijection within label strata: net flips = source positives - target positives
-    for d in r.details["pairs"][0]["directions"]:
-        assert d["net_flips"] == pytest.approx(d["dp_count_gap"])
+    assert isinstance(r.details, FlipTestDetails)
+    for d in r.details.pairs[0].directions:
+        assert d.net_flips == pytest.approx(d.dp_count_gap)
 
 
 @pytest.mark.parametrize(
@@ -184,8 +185,8 @@ def test_pairs_run_in_threads_give_the_same_result():
         for n_jobs in (1, 3)
     ]
     one, three = (json.dumps(r.to_dict()["findings"], sort_keys=True) for r in results)
-    assert len(results[0].details["pairs"]) == 3
+    details = [r.details for r in results]
+    assert all(isinstance(d, FlipTestDetails) for d in details)
+    assert len(details[0].pairs) == 3
     assert one == three
-    assert [p["groups"] for p in results[0].details["pairs"]] == [
-        p["groups"] for p in results[1].details["pairs"]
-    ]
+    assert [p.groups for p in details[0].pairs] == [p.groups for p in details[1].pairs]

@@ -18,6 +18,7 @@ from fairengine.errors import ConfigError
 from fairengine.fliptest import FlipTestConfig, run_fliptest
 from fairengine.fliptest import resampler as resampler_module
 from fairengine.fliptest.resampler import FlipTestResampler
+from fairengine.fliptest.result import FlipTestDetails
 from fairengine.fliptest.statistics import draw_labels, permutation_rates
 from fairengine.roles import ColumnRoles
 
@@ -158,10 +159,11 @@ def test_extended_draws_follow_the_runs_null(hiring, run) -> None:
     cfg, res = run
     rs = FlipTestResampler(ds, cfg, res, predict_proba=pp, seed=4)
     state = rs._state(0)
-    assert len(state.xa) == res.details["pairs"][0]["n"][0]
+    assert isinstance(res.details, FlipTestDetails)
+    assert len(state.xa) == res.details.pairs[0].n[0]
     rates = rs._batch(("permutation", 0, -1, 1000, 120), rs._tests[POS][0])
     # the run's law: refits of the same rows with the run's own estimator, another stream
-    est = rs._estimators(res.details["pairs"][0]["directions"][0]["epsilon"], state.sa)
+    est = rs._estimators(res.details.pairs[0].directions[0].epsilon, state.sa)
     labels = draw_labels(np.random.default_rng(99), state.sa, state.sb, 120)
     ref, _ = permutation_rates(
         est, state.xa, state.xb, state.sa, state.sb, state.decide, "man", "woman", labels

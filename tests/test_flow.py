@@ -160,7 +160,10 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
         assert run.result.method("fliptest").status == "ok"
         individual = run.result.method("individual_fairness")
         assert individual.status == "ok", individual.reason
-        assert individual.details["model"]["exact"], individual.details["model"]
+        from fairengine.individual.result import IndividualFairnessDetails
+
+        assert isinstance(individual.details, IndividualFairnessDetails)
+        assert individual.details.model.exact, individual.details.model
         # the scores used are the model's probabilities
         p = model.predict_proba(df[["x1", "x2"]])[:, 1] > 0.5
         dp = next(f for f in run.result.findings() if f.key == "dp_gap.sex.female_male")

@@ -17,6 +17,11 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_maity_simulation
 from fairengine.errors import ConfigError, DataContractError, ModelLoadError
 from fairengine.individual import IndividualConfig, run_individual_fairness
+from fairengine.individual.result import (
+    DivergedAttackDetails,
+    IndividualFairnessDetails,
+    SensitiveSubspaceProvenance,
+)
 from fairengine.roles import ColumnRoles
 
 FAST = {"steps": 60, "num_threads": 1, "device": "cpu"}
@@ -47,11 +52,13 @@ def test_unfair_model_rejected_fair_model_not() -> None:
     text = json.dumps(res_u.to_dict(), allow_nan=False)
     assert len(text) < 200_000
     d = res_u.details
-    assert d["lower_bound_by_steps"][-1]["step"] == 60
-    assert d["lower_bound_by_steps"][-1]["lower_bound"] == pytest.approx(lb_u)
-    assert len(d["top_points"]) == 10 and set(d["top_points"][0]["original"]) == {"x1", "x2"}
-    assert sum(d["ratio_histogram"]["counts"]) + d["ratio_histogram"]["n_above"] == 600
-    assert d["metric"]["metric"] == "sensitive_subspace"
+    assert isinstance(d, IndividualFairnessDetails)
+    assert d.lower_bound_by_steps[-1].step == 60
+    assert d.lower_bound_by_steps[-1].lower_bound == pytest.approx(lb_u)
+    assert len(d.top_points) == 10 and set(d.top_points[0].original) == {"x1", "x2"}
+    assert d.ratio_histogram is not None
+    assert sum(d.ratio_histogram.counts) + d.ratio_histogram.n_above == 600
+    assert d.metric.metric == "sensitive_subspace"
 
 
 def test_pipeline_with_onehot_simplex_and_protected_feature() -> None:
@@ -80,13 +87,17 @@ def test_pipeline_with_onehot_simplex_and_protected_feature() -> None:
     res = run_individual_fairness(ad, cfg, model=pipe)
     assert res.status == "ok"
     assert any("also model features" in w for w in res.warnings)
-    assert res.details["metric"]["protected_axes"]  # sex's one-hot columns are free to move
-    top = res.details["top_points"][0]
-    assert top["original"]["income"] == pytest.approx(top["mapped"]["income"])
-    assert top["mapped"]["job"] in {"a", "b", "c"}
-    assert res.details["model"]["max_abs_proba_difference"] < 1e-10
+    d = res.details
+    assert isinstance(d, IndividualFairnessDetails)
+    assert isinstance(d.metric, SensitiveSubspaceProvenance)
+    assert d.metric.protected_axes  # sex's one-hot columns are free to move
+    top = d.top_points[0]
+    assert top.original["income"] == pytest.approx(top.mapped["income"])
+    assert top.mapped["job"] in {"a", "b", "c"}
+    assert d.model.max_abs_proba_difference is not None
+    assert d.model.max_abs_proba_difference < 1e-10
     # the model uses sex directly: changing it is free, so the test must reject
-    assert res.details["loss_ratio"]["lower_bound"] > 1.25
+    assert d.loss_ratio.lower_bound > 1.25
 
 
 def test_not_run_and_model_errors() -> None:
@@ -100,13 +111,15 @@ def test_not_run_and_model_errors() -> None:
     res = run_individual_fairness(
         ad, IndividualConfig(black_box="smoothed", smoothing_samples=4, steps=5), model=tree
     )
-    assert res.status == "ok" and not res.details["model"]["exact"]
+    assert res.status == "ok" and isinstance(res.details, IndividualFairnessDetails)
+    assert not res.details.model.exact
     assert any("approximate" in w for w in res.warnings)
     # transfer attack: surrogate fitted on held-out rows, black-box losses on the others
     cfg = IndividualConfig(black_box="surrogate", steps=10, num_threads=1, device="cpu")
     sur = run_individual_fairness(ad, cfg, model=tree)
-    assert sur.status == "ok" and sur.details["n_audited"] == 50
-    assert "surrogate" in sur.details["model"]["description"]
+    assert sur.status == "ok" and isinstance(sur.details, IndividualFairnessDetails)
+    assert sur.details.n_audited == 50
+    assert "surrogate" in sur.details.model.description
 
 
 def test_nan_features_rejected() -> None:
@@ -124,6 +137,8 @@ def test_diverging_attack_fails_with_reason() -> None:
     model = LogisticRegression().fit(frame[["x1", "x2"]], frame.y)
     res = run_individual_fairness(ad, IndividualConfig(eta=0.1, lam=50.0, **FAST), model=model)
     assert res.status == "failed" and "diverged" in res.reason and "eta" in res.reason
+    assert isinstance(res.details, DivergedAttackDetails)
+    assert res.details.attack.lam == 50.0 and res.details.attack.max_eta_lambda_sigma >= 1
 
 
 @pytest.mark.parametrize(
@@ -164,7 +179,8 @@ def test_metric_options() -> None:
     holdout = run_individual_fairness(
         ad, IndividualConfig(metric_fit="holdout", **FAST), model=model
     )
-    assert holdout.details["n_audited"] == 150
+    assert isinstance(holdout.details, IndividualFairnessDetails)
+    assert holdout.details.n_audited == 150
     with pytest.raises(ConfigError, match=r"unknown methods\.individual_fairness\.metric_params"):
         run_individual_fairness(
             ad, IndividualConfig(metric_params={"Cee": 1.0}, **FAST), model=model
@@ -182,6 +198,8 @@ def test_float32_attack_agrees_with_float64() -> None:
     model = LogisticRegression().fit(frame[["x1", "x2"]], frame.y)
     r64 = run_individual_fairness(ad, IndividualConfig(**FAST), model=model)
     r32 = run_individual_fairness(ad, IndividualConfig(dtype="float32", **FAST), model=model)
-    lb64 = r64.details["loss_ratio"]["lower_bound"]
-    assert r32.details["loss_ratio"]["lower_bound"] == pytest.approx(lb64, rel=1e-4)
-    assert r32.details["attack"]["dtype"] == "float32"
+    assert isinstance(r64.details, IndividualFairnessDetails)
+    assert isinstance(r32.details, IndividualFairnessDetails)
+    lb64 = r64.details.loss_ratio.lower_bound
+    assert r32.details.loss_ratio.lower_bound == pytest.approx(lb64, rel=1e-4)
+    assert r32.details.attack.dtype == "float32"

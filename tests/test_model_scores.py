@@ -570,8 +570,11 @@ def test_audit_uses_predict_proba_everywhere(
     assert res.dataset["roles"]["features"] == FEATURES
     individual = res.method("individual_fairness")
     assert individual.status == "ok", individual.reason
-    assert individual.details["model"]["exact"]
-    assert "LogisticRegression" in json.dumps(individual.details["model"])
+    from fairengine.individual.result import IndividualFairnessDetails
+
+    assert isinstance(individual.details, IndividualFairnessDetails)
+    assert individual.details.model.exact
+    assert "LogisticRegression" in json.dumps(individual.details.to_dict()["model"])
     perm = res.method("permutation_tests")
     assert any(f.key.startswith("perm_auc.sex") for f in perm.findings)
     html = Path(run.report_path).read_text()

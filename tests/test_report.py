@@ -784,6 +784,7 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
     from fairengine.dataset import AuditDataset
     from fairengine.datasets import make_maity_simulation
     from fairengine.individual import IndividualConfig, run_individual_fairness
+    from fairengine.individual.result import IndividualFairnessDetails
 
     data = make_maity_simulation(n=400, seed=1)
     frame = data.frame.copy()
@@ -799,7 +800,8 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
     assert "could not draw" not in html
     assert "Points with the largest loss ratios" in html
     assert "Loss ratio vs attack steps" in html
-    assert fmt_number(m.details["loss_ratio"]["statistic"]) in html
+    assert isinstance(m.details, IndividualFairnessDetails)
+    assert fmt_number(m.details.loss_ratio.statistic) in html
     assert_device_rows(html, m.parameters["device"], "auto")
 
 

@@ -11,6 +11,7 @@ import pytest
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.fliptest import FlipTestConfig, run_fliptest
+from fairengine.fliptest.result import FlipTestDetails
 from fairengine.roles import ColumnRoles
 from fairengine.transport import EntropicMap, ExactOTMap, GANMap, LinearOTMap, TransportMap
 
@@ -108,21 +109,22 @@ def test_fliptest_runs_with_one_hot_columns_constant_within_a_group():
     frame.loc[frame["gender"] == "other", "rare"] = 1.0  # a category only "other" has
     r = run_fliptest(AuditDataset.from_frame(frame, roles), cfg, seed=1, predict_proba=proba)
     assert r.status == "ok"
-    pairs = {tuple(p["groups"]): p for p in r.details["pairs"]}
+    assert isinstance(r.details, FlipTestDetails)
+    pairs = {p.groups: p for p in r.details.pairs}
     assert set(pairs) == {("man", "woman"), ("man", "other"), ("other", "woman")}
     for p in pairs.values():
-        for d in p["directions"]:
-            for k in ("positive", "negative"):
-                assert d["flipsets"][k]["selfmap_null"] is not None
-                assert d["flipsets"][k]["permutation_null"] is not None
+        for d in p.directions:
+            for _, fs in d.flipsets.items():
+                assert fs.selfmap_null is not None
+                assert fs.permutation_null is not None
     held = [w for w in r.warnings if "holds feature(s) ['rare']" in w]
     assert held == [
         "FlipTest holds feature(s) ['rare'] fixed for gender: 'man' vs 'woman': "
         "constant in both groups"
     ]
     # in man vs woman the held feature has no displacement in any flipset
-    for d in pairs[("man", "woman")]["directions"]:
-        for k in ("positive", "negative"):
-            entries = {e["feature"]: e for e in d["transparency"][k]["features"]}
-            if "rare" in entries and d["flipsets"][k]["count"]:
-                assert entries["rare"]["mean_difference"] == 0.0
+    for d in pairs[("man", "woman")].directions:
+        for (_, report), (_, fs) in zip(d.transparency.items(), d.flipsets.items(), strict=True):
+            entries = {e.feature: e for e in report.features}
+            if "rare" in entries and fs.count:
+                assert entries["rare"].mean_difference == 0.0

@@ -14,6 +14,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
 from fairengine.errors import DataContractError
 from fairengine.fliptest import FlipTestConfig
+from fairengine.fliptest.result import FlipTestDetails
 from fairengine.transport import (
     EntropicMap,
     ExactOTMap,
@@ -213,8 +214,9 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
     assert len(arts) == n_maps
     assert len({a.name for a in arts}) == n_maps
     assert all(a.path.startswith(str(folder)) and a.name.endswith(".npz") for a in arts)
-    maps = [m for d in first.details["pairs"][0]["directions"] for m in d["maps"]]
-    assert [m["loaded_from_cache"] for m in maps] == [False] * n_maps
+    assert isinstance(first.details, FlipTestDetails)
+    maps = [m for d in first.details.pairs[0].directions for m in d.maps]
+    assert [m.loaded_from_cache for m in maps] == [False] * n_maps
     observed = {read_state(a.path)["header"]["provenance"]["source"] for a in arts}
     assert observed <= set(fits)  # the observed maps were fitted in the first run
 
@@ -228,8 +230,9 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
         model=_hire_proba,
         store=str(folder),
     )
-    maps2 = [m for d in second.details["pairs"][0]["directions"] for m in d["maps"]]
-    assert [m["loaded_from_cache"] for m in maps2] == [True] * n_maps
+    assert isinstance(second.details, FlipTestDetails)
+    maps2 = [m for d in second.details.pairs[0].directions for m in d.maps]
+    assert [m.loaded_from_cache for m in maps2] == [True] * n_maps
     assert observed.isdisjoint(fits)  # ... and not refitted in the second
     # the null and bootstrap refits still ran (the permutation null as split problems)
     assert {"split_refits", "reweighted_refits"} <= set(refits)
@@ -245,7 +248,8 @@ def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
         enabled=True, epsilon=0.03, n_permutations=0, n_selfmap=0, n_bootstrap=0, validate=False
     )
     r = method_task.fn(lipton, "fliptest", cfg, seed=0, model=_hire_proba)
-    assert r.details["map_cache"]["reused_across_runs"] is False
+    assert isinstance(r.details, FlipTestDetails) and r.details.map_cache is not None
+    assert r.details.map_cache.reused_across_runs is False
     arts = r.artifacts
     assert [a.name for a in arts] == [
         "map_gender_man_to_woman.npz",
@@ -295,8 +299,7 @@ def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):
     assert len(paths) == 2
     assert all(str(tmp_path / "cache" / "fliptest-maps") in p for p in paths)
     second = audit(2)
-    loaded = [
-        m["loaded_from_cache"] for d in second.details["pairs"][0]["directions"] for m in d["maps"]
-    ]
+    assert isinstance(second.details, FlipTestDetails)
+    loaded = [m.loaded_from_cache for d in second.details.pairs[0].directions for m in d.maps]
     assert loaded == [True, True]
     assert [a.path for a in second.artifacts] == paths

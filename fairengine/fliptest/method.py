@@ -15,7 +15,7 @@ import itertools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,24 @@ from fairengine.errors import DataContractError
 from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.fliptest.config import FlipTestConfig, pair_threads
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
-from fairengine.fliptest.statistics import KINDS, FlipTestResult, flip_test
+from fairengine.fliptest.result import (
+    BootstrapRefits,
+    DirectionDetails,
+    FeatureChange,
+    FlipsetSummaries,
+    FlipsetSummary,
+    FlipTestDetails,
+    ForwardReverseCounts,
+    MapEntry,
+    MapValidationFailure,
+    MapValidationReport,
+    MarginalHistogram,
+    NullQuantiles,
+    PairDetails,
+    TransparencySummaries,
+    TransparencySummary,
+)
+from fairengine.fliptest.statistics import FlipTestResult, flip_test
 from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.library_threads import small_problem_threads
 from fairengine.multiplicity import adjust_pvalues
@@ -44,6 +61,7 @@ from fairengine.transport import (
 )
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
 from fairengine.transport.entropic import NUMPY_MAX_ENTRIES
+from fairengine.transport.validation import MapValidation
 
 METHOD = "fliptest"
 TITLE = "FlipTest: optimal-transport counterparts, flipsets and transparency reports"
@@ -143,11 +161,65 @@ def _params(config: FlipTestConfig) -> dict[str, Any]:
     return asdict(config)
 
 
-def _quantiles(d: np.ndarray) -> dict[str, float] | None:
+def _quantiles(d: np.ndarray) -> NullQuantiles | None:
     if len(d) == 0:
         return None
     q = np.quantile(d, [0.05, 0.5, 0.95])
-    return {"mean": float(d.mean()), "q05": float(q[0]), "q50": float(q[1]), "q95": float(q[2])}
+    return NullQuantiles(mean=float(d.mean()), q05=float(q[0]), q50=float(q[1]), q95=float(q[2]))
+
+
+def _flipset_summary(res: FlipTestResult, kind: str, config: FlipTestConfig) -> FlipsetSummary:
+    t = res.tests[kind]
+    ci = t.confidence_interval(config.confidence_level)
+    freq = res.flip_frequency[kind]
+    return FlipsetSummary(
+        count=t.count,
+        rate=t.statistic,
+        ci=(ci.low, ci.high),
+        pvalue=t.pvalue,
+        pvalue_permutation=t.pvalue_permutation,
+        pvalue_selfmap=t.pvalue_selfmap,
+        permutation_null=_quantiles(t.null_distribution),
+        selfmap_null=_quantiles(t.selfmap_distribution),
+        excess_flips=t.excess,
+        minimum_detectable_rate=t.minimum_detectable(config.alpha),
+        expected_size=float(freq.sum()) if config.n_bootstrap else None,
+        stable_count=int(res.stable_mask(kind).sum()) if config.n_bootstrap else None,
+        flip_frequency_histogram=tuple(
+            int(c) for c in np.histogram(freq[freq > 0], np.linspace(0, 1, 11))[0]
+        ),
+    )
+
+
+def _transparency_summary(
+    res: FlipTestResult, kind: str, config: FlipTestConfig, names: list[str]
+) -> TransparencySummary:
+    """The transparency report of flipset ``kind``; the BH-adjusted p-values of its sign tests
+    are NaN here and set over the whole pair by :func:`_with_sign_bh`."""
+    level = config.confidence_level
+    rep = res.reports[kind]
+    md_ci = res.transparency_interval(kind, "mean_difference", level)
+    c_ci = res.transparency_interval(kind, "consistency", level)
+    order = np.argsort(-np.nan_to_num(np.abs(rep.mean_difference), nan=-1.0), kind="stable")
+    return TransparencySummary(
+        n=rep.n,
+        ranking_mean_difference=tuple(rep.ranking("mean_difference")),
+        ranking_consistency=tuple(rep.ranking("consistency")),
+        rank_stability_mean_difference=res.rank_stability(kind, "mean_difference"),
+        rank_stability_consistency=res.rank_stability(kind, "consistency"),
+        features=tuple(
+            FeatureChange(
+                feature=names[j],
+                mean_difference=float(rep.mean_difference[j]),
+                mean_difference_ci=(md_ci[j].low, md_ci[j].high),
+                consistency=float(rep.consistency[j]),
+                consistency_ci=(c_ci[j].low, c_ci[j].high),
+                sign_pvalue=float(rep.sign_pvalue[j]),
+                sign_pvalue_bh=float("nan"),
+            )
+            for j in order[: config.top_features]
+        ),
+    )
 
 
 def _direction_details(
@@ -155,70 +227,10 @@ def _direction_details(
     config: FlipTestConfig,
     names: list[str],
     target_rate: float,
-) -> dict[str, Any]:
+    validation: dict[str, MapValidationReport | MapValidationFailure] | None,
+    maps: tuple[MapEntry, ...],
+) -> DirectionDetails:
     fs = res.flipsets
-    level = config.confidence_level
-    out: dict[str, Any] = {
-        "source": fs.source,
-        "target": fs.target,
-        "n_source": fs.n,
-        "epsilon": res.epsilon or None,
-        "source_positive": int(fs.source_decision.sum()),
-        "mapped_positive": int(fs.mapped_decision.sum()),
-        "target_positive_rate": target_rate,
-        "net_flips": fs.net,
-        "dp_count_gap": float(fs.source_decision.sum() - target_rate * fs.n),
-        "permutation_null_from_reverse_refits": res.permutation_null_reused,
-        "bootstrap_refits": {
-            "batched": res.bootstrap_batched,
-            "refitted_one_by_one": config.n_bootstrap - res.bootstrap_batched,
-        },
-        "flipsets": {},
-        "transparency": {},
-    }
-    for k in KINDS:
-        t = res.tests[k]
-        ci = t.confidence_interval(level)
-        freq = res.flip_frequency[k]
-        out["flipsets"][k] = {
-            "count": t.count,
-            "rate": t.statistic,
-            "ci": [ci.low, ci.high],
-            "pvalue": t.pvalue,
-            "pvalue_permutation": t.pvalue_permutation,
-            "pvalue_selfmap": t.pvalue_selfmap,
-            "permutation_null": _quantiles(t.null_distribution),
-            "selfmap_null": _quantiles(t.selfmap_distribution),
-            "excess_flips": t.excess,
-            "minimum_detectable_rate": t.minimum_detectable(config.alpha),
-            "expected_size": float(freq.sum()) if config.n_bootstrap else None,
-            "stable_count": int(res.stable_mask(k).sum()) if config.n_bootstrap else None,
-            "flip_frequency_histogram": np.histogram(freq[freq > 0], np.linspace(0, 1, 11))[
-                0
-            ].tolist(),
-        }
-        rep = res.reports[k]
-        md_ci = res.transparency_interval(k, "mean_difference", level)
-        c_ci = res.transparency_interval(k, "consistency", level)
-        order = np.argsort(-np.nan_to_num(np.abs(rep.mean_difference), nan=-1.0), kind="stable")
-        out["transparency"][k] = {
-            "n": rep.n,
-            "ranking_mean_difference": rep.ranking("mean_difference"),
-            "ranking_consistency": rep.ranking("consistency"),
-            "rank_stability_mean_difference": res.rank_stability(k, "mean_difference"),
-            "rank_stability_consistency": res.rank_stability(k, "consistency"),
-            "features": [
-                {
-                    "feature": names[j],
-                    "mean_difference": float(rep.mean_difference[j]),
-                    "mean_difference_ci": [md_ci[j].low, md_ci[j].high],
-                    "consistency": float(rep.consistency[j]),
-                    "consistency_ci": [c_ci[j].low, c_ci[j].high],
-                    "sign_pvalue": float(rep.sign_pvalue[j]),
-                }
-                for j in order[: config.top_features]
-            ],
-        }
     # marginals of the features that head either transparency ranking (keeps details small)
     shown = (
         list(
@@ -232,13 +244,70 @@ def _direction_details(
         or names[: config.top_features]
     )
     cols = [names.index(c) for c in shown]
-    out["histograms"] = marginal_histograms(
+    histograms = marginal_histograms(
         fs.x[:, cols],
         {"positive": fs.positive, "negative": fs.negative},
         shown,
         config.histogram_bins,
     )
-    return out
+    return DirectionDetails(
+        source=fs.source,
+        target=fs.target,
+        n_source=fs.n,
+        epsilon=res.epsilon or None,
+        source_positive=int(fs.source_decision.sum()),
+        mapped_positive=int(fs.mapped_decision.sum()),
+        target_positive_rate=target_rate,
+        net_flips=fs.net,
+        dp_count_gap=float(fs.source_decision.sum() - target_rate * fs.n),
+        permutation_null_from_reverse_refits=res.permutation_null_reused,
+        bootstrap_refits=BootstrapRefits(
+            batched=res.bootstrap_batched,
+            refitted_one_by_one=config.n_bootstrap - res.bootstrap_batched,
+        ),
+        flipsets=FlipsetSummaries(
+            positive=_flipset_summary(res, "positive", config),
+            negative=_flipset_summary(res, "negative", config),
+        ),
+        transparency=TransparencySummaries(
+            positive=_transparency_summary(res, "positive", config, names),
+            negative=_transparency_summary(res, "negative", config, names),
+        ),
+        histograms={
+            name: MarginalHistogram(
+                edges=tuple(h["edges"]),
+                group=tuple(h["group"]),
+                positive=tuple(h["positive"]),
+                negative=tuple(h["negative"]),
+            )
+            for name, h in histograms.items()
+        },
+        validation=validation,
+        maps=maps,
+    )
+
+
+def _with_sign_bh(
+    fwd: DirectionDetails, rev: DirectionDetails
+) -> tuple[DirectionDetails, DirectionDetails]:
+    """The pair's two directions with the Benjamini-Hochberg adjusted p-values of all its
+    transparency sign tests (both directions and flipsets)."""
+    entries = [
+        e for d in (fwd, rev) for _, report in d.transparency.items() for e in report.features
+    ]
+    adjusted = iter(adjust_pvalues([e.sign_pvalue for e in entries], "bh"))
+
+    def adjust(report: TransparencySummary) -> TransparencySummary:
+        features = tuple(replace(e, sign_pvalue_bh=float(next(adjusted))) for e in report.features)
+        return replace(report, features=features)
+
+    def direction(d: DirectionDetails) -> DirectionDetails:
+        positive = adjust(d.transparency.positive)  # in the order of ``entries``
+        negative = adjust(d.transparency.negative)
+        return replace(d, transparency=TransparencySummaries(positive, negative))
+
+    first = direction(fwd)
+    return first, direction(rev)
 
 
 def map_artifact_name(attribute: str, source: str, target: str, stratum: str | None) -> str:
@@ -252,35 +321,38 @@ def map_artifact_name(attribute: str, source: str, target: str, stratum: str | N
 
 def _map_entries(
     res: FlipTestResult, attribute: str, source: str, target: str, by_label: bool
-) -> list[dict[str, Any]]:
+) -> tuple[MapEntry, ...]:
     """One entry per stratum's observed map: its file (with a map cache), the cache key (the
     file's stem), the artifact name, and whether it was loaded instead of fitted."""
     out = []
     for s, m in res.maps.items():
         path, hit = res.map_files.get(s, (None, None))
-        entry: dict[str, Any] = {
-            "stratum": f"label_{s}" if by_label else "all",
-            "estimator": type(m).__name__,
-            "artifact": map_artifact_name(attribute, source, target, s if by_label else None),
-            "path": None if path is None else str(path),
-            "cache_key": None if path is None else path.stem,
-            "loaded_from_cache": hit,
-        }
-        out.append(entry)
-    return out
+        out.append(
+            MapEntry(
+                stratum=f"label_{s}" if by_label else "all",
+                estimator=type(m).__name__,
+                artifact=map_artifact_name(attribute, source, target, s if by_label else None),
+                path=None if path is None else str(path),
+                cache_key=None if path is None else path.stem,
+                loaded_from_cache=hit,
+            )
+        )
+    return tuple(out)
 
 
 def map_artifacts(result: MethodResult) -> list[Artifact]:
     """The map files of a FlipTest result whose maps were saved in a map cache (for the MLflow
     edge to log under ``artifacts/fliptest/``)."""
-    data = result.details.to_dict()
-    out = []
-    for pair in data.get("pairs", []):
-        for direction in pair["directions"]:
-            for entry in direction.get("maps", []):
-                if entry.get("path"):
-                    out.append(Artifact(path=entry["path"], name=entry["artifact"]))
-    return out
+    details = result.details
+    if not isinstance(details, FlipTestDetails):
+        return []
+    return [
+        Artifact(path=entry.path, name=entry.artifact)
+        for pair in details.pairs
+        for direction in pair.directions
+        for entry in direction.maps
+        if entry.path
+    ]
 
 
 def _words(kind: str) -> str:
@@ -388,7 +460,7 @@ def run_fliptest(
     device = map_device(config)
     estimator = make_estimator(config, seed, device)
     findings: list[Finding] = []
-    pair_details: list[dict[str, Any]] = []
+    pair_details: list[PairDetails] = []
     jobs, warnings = plan_pairs(dataset, config, seed)
     deciders = {
         a: _decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
@@ -397,7 +469,7 @@ def run_fliptest(
 
     done = iter(range(1, len(jobs) + 1))  # next() is atomic under the GIL
 
-    def run(job: _PairJob) -> tuple[dict[str, Any], list[Finding], list[str]]:
+    def run(job: _PairJob) -> tuple[PairDetails, list[Finding], list[str]]:
         # every product of a pair is small at the default sizes (maps, validation regressions,
         # the model on stacked replicates): one thread each, no nested pools on busy cores
         with small_problem_threads(float(config.max_per_group) ** 2):
@@ -434,15 +506,15 @@ def run_fliptest(
             "seed": seed,
         },
         findings=findings,
-        details={
-            "estimator": config.estimator,
-            "mode": config.mode,
-            "threshold": threshold,
-            "features": names,
-            "identity_note": IDENTITY_NOTE,
-            "units": "transparency differences in pooled standard deviations of each pair",
-            "pairs": pair_details,
-        },
+        details=FlipTestDetails(
+            estimator=config.estimator,
+            mode=config.mode,
+            threshold=threshold,
+            features=tuple(names),
+            identity_note=IDENTITY_NOTE,
+            units="transparency differences in pooled standard deviations of each pair",
+            pairs=tuple(pair_details),
+        ),
         warnings=warnings,
         seconds=time.perf_counter() - start,
     )
@@ -460,14 +532,14 @@ def _validate(
     config: FlipTestConfig,
     rng: np.random.Generator,
     feature_names: list[str],
-) -> dict[str, Any]:
+) -> dict[str, MapValidationReport | MapValidationFailure]:
     """Held-out validation (§4.3) of the map of each stratum, with the observed ε.
 
     The validation refits on 80 % of each sample; if Sinkhorn does not converge there at the
     observed ε it is retried at the wider ε of the refits (:data:`REFIT_EPSILON_FACTORS`,
     recorded as ``epsilon_used``); if none converges the stratum's entry holds the ``error``
     and a warning instead of stopping FlipTest."""
-    out: dict[str, Any] = {}
+    out: dict[str, MapValidationReport | MapValidationFailure] = {}
     for s in np.unique(ss):
         eps = res.epsilon.get(str(s))
         tunable = eps is not None and "epsilon" in estimator.get_params()
@@ -493,19 +565,49 @@ def _validate(
             except TransportConvergenceError as exc:
                 error = str(exc)
                 continue
-            out[key] = {**v.to_dict(), "epsilon_used": eps_used}
-            if factor != 1.0:
-                out[key]["warnings"].append(
-                    f"validation refits converged only at {factor:g}x the observed epsilon"
-                )
+            extra = (
+                [f"validation refits converged only at {factor:g}x the observed epsilon"]
+                if factor != 1.0
+                else []
+            )
+            out[key] = _validation_report(v, eps_used, extra)
             break
         else:
-            out[key] = {
-                "error": error,
-                "passed": False,
-                "warnings": [f"map validation failed: {error}"],
-            }
+            out[key] = MapValidationFailure(
+                error=error, passed=False, warnings=(f"map validation failed: {error}",)
+            )
     return out
+
+
+def _validation_report(
+    v: MapValidation, epsilon_used: float | None, extra_warnings: list[str]
+) -> MapValidationReport:
+    """The details of one stratum's validation; ``passed`` is that of ``v`` (before the
+    ``extra_warnings``, which say how it converged)."""
+    return MapValidationReport(
+        n_fit=(int(v.n_fit[0]), int(v.n_fit[1])),
+        n_test=(int(v.n_test[0]), int(v.n_test[1])),
+        features=tuple(v.features),
+        ks=tuple(float(x) for x in v.ks),
+        ks_null_q95=tuple(float(x) for x in v.ks_null_q95),
+        ks_pvalue=tuple(float(x) for x in v.ks_pvalue),
+        energy=float(v.energy),
+        energy_pvalue=float(v.energy_pvalue),
+        mse_ratio=tuple(None if x is None else float(x) for x in v.mse_ratio),
+        cost_ratio=float(v.cost_ratio),
+        monotonicity_violation=float(v.monotonicity_violation),
+        positive_rate_gap=None if v.positive_rate_gap is None else float(v.positive_rate_gap),
+        positive_rate_gap_ci=(
+            None
+            if v.positive_rate_gap_ci is None
+            else (float(v.positive_rate_gap_ci[0]), float(v.positive_rate_gap_ci[1]))
+        ),
+        exact_agreement=None if v.exact_agreement is None else float(v.exact_agreement),
+        cycle_error=None if v.cycle_error is None else float(v.cycle_error),
+        warnings=(*v.warnings, *extra_warnings),
+        passed=v.passed,
+        epsilon_used=epsilon_used,
+    )
 
 
 @dataclass
@@ -586,7 +688,7 @@ def _run_pair(
     estimator: TransportMap,
     decide: Callable[[np.ndarray, str], np.ndarray],
     map_cache: MapCache | None,
-) -> tuple[dict[str, Any], list[Finding], list[str]]:
+) -> tuple[PairDetails, list[Finding], list[str]]:
     """Both directions of one group pair: (pair details, findings, warnings). Deterministic
     given ``job.seed``, whatever thread runs it."""
     attr = job.attr
@@ -599,7 +701,7 @@ def _run_pair(
     enc = dataset.groups[attr]
     eo = config.mode == "equalized_odds"
     a_name, b_name = enc.categories[ga], enc.categories[gb]
-    directions = []
+    directions: list[DirectionDetails] = []
     shared = None  # the first direction's permutation refits, inverted (entropic)
     for src, tgt, xs, xt, ss, st in (
         (a_name, b_name, xa, xb, strata[ga], strata[gb]),
@@ -626,15 +728,13 @@ def _run_pair(
         )
         shared = res.reverse_permutation_null
         target_rate = float(np.mean(decide(xt, tgt)))
-        det = _direction_details(res, config, names, target_rate)
+        validation = None
         if config.validate:
-            det["validation"] = _validate(
-                estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names
-            )
-            for v in det["validation"].values():
-                warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v["warnings"]]
-        det["maps"] = _map_entries(res, attr, src, tgt, eo)
-        directions.append(det)
+            validation = _validate(estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names)
+            for v in validation.values():
+                warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v.warnings]
+        maps = _map_entries(res, attr, src, tgt, eo)
+        directions.append(_direction_details(res, config, names, target_rate, validation, maps))
         for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
             t = res.tests[kind]
             ci = t.confidence_interval(config.confidence_level)
@@ -666,28 +766,17 @@ def _run_pair(
                     ),
                 )
             )
-    # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
-    fwd, rev = directions
-    consistency = {
-        "positive_vs_reverse_negative": [
-            fwd["flipsets"]["positive"]["count"],
-            rev["flipsets"]["negative"]["count"],
-        ],
-        "negative_vs_reverse_positive": [
-            fwd["flipsets"]["negative"]["count"],
-            rev["flipsets"]["positive"]["count"],
-        ],
-    }
     # BH over the transparency sign tests of this pair (both directions and flipsets)
-    entries = [e for d in directions for k in KINDS for e in d["transparency"][k]["features"]]
-    adj = adjust_pvalues([e["sign_pvalue"] for e in entries], "bh")
-    for e, p in zip(entries, adj, strict=True):
-        e["sign_pvalue_bh"] = float(p)
-    detail = {
-        "attribute": attr,
-        "groups": [a_name, b_name],
-        "n": [len(xa), len(xb)],
-        "directions": directions,
-        "forward_reverse_counts": consistency,
-    }
+    fwd, rev = _with_sign_bh(*directions)
+    detail = PairDetails(
+        attribute=attr,
+        groups=(a_name, b_name),
+        n=(len(xa), len(xb)),
+        directions=(fwd, rev),
+        # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
+        forward_reverse_counts=ForwardReverseCounts(
+            positive_vs_reverse_negative=(fwd.flipsets.positive.count, rev.flipsets.negative.count),
+            negative_vs_reverse_positive=(fwd.flipsets.negative.count, rev.flipsets.positive.count),
+        ),
+    )
     return detail, findings, warnings

@@ -46,6 +46,7 @@ from fairengine.fliptest.method import (
     pair_sample,
     plan_pairs,
 )
+from fairengine.fliptest.result import FlipTestDetails
 from fairengine.fliptest.statistics import (
     draw_halves,
     draw_labels,
@@ -126,22 +127,25 @@ class FlipTestResampler:
             self._index(result)
 
     def _index(self, result: MethodResult) -> None:
+        details = result.details
+        if not isinstance(details, FlipTestDetails):
+            return  # not a FlipTest run of this version: draw nothing
         jobs, _ = plan_pairs(self.dataset, self.config, self.seed)
-        pairs = result.details.get("pairs", [])
+        pairs = details.pairs
         if len(pairs) != len(jobs):
             return  # not this configuration's run: draw nothing
         self._jobs = jobs
         for p, (job, detail) in enumerate(zip(jobs, pairs, strict=True)):
             cats = self.dataset.groups[job.attr].categories
             names = (cats[job.ga], cats[job.gb])
-            if list(detail.get("groups", [])) != list(names):
+            if detail.groups != names:
                 self._jobs = []
                 self._tests.clear()
                 return
-            for d, direction in enumerate(detail["directions"]):
+            shared = detail.directions[1].permutation_null_from_reverse_refits
+            for d, direction in enumerate(detail.directions):
                 src, tgt = names[d], names[1 - d]
-                shared = bool(detail["directions"][1].get("permutation_null_from_reverse_refits"))
-                info = _Direction(p, d, src, tgt, direction.get("epsilon"), shared)
+                info = _Direction(p, d, src, tgt, direction.epsilon, shared)
                 self._epsilon[(p, d)] = info.epsilon
                 for k, kind in enumerate(("positive", "negative")):
                     key = f"{PREFIXES[kind]}.{part_token(job.attr)}.{pair_token(src, tgt)}"

@@ -19,6 +19,7 @@ steps, displacement and per-group summaries; it stays small (no per-row arrays).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any
@@ -48,6 +49,29 @@ from fairengine.individual.ratio_tests import (
     error_rate_ratio_test,
     loss_ratio_test,
 )
+from fairengine.individual.result import (
+    AttackRun,
+    AttackSettings,
+    DiscountedDirectionsProvenance,
+    Displacement,
+    DivergedAttackDetails,
+    ErrorRateRatioSummary,
+    EXPLOREProvenance,
+    FACEProvenance,
+    FloorDiagnostics,
+    GroupRatio,
+    IndividualFairnessDetails,
+    LossRatioSummary,
+    MahalanobisProvenance,
+    MetricProvenance,
+    ModelSummary,
+    Quantiles,
+    RatioHistogram,
+    SensitiveSubspaceProvenance,
+    StepBound,
+    SVDProvenance,
+    TopPoint,
+)
 from fairengine.individual.torch_models import (
     ModelAdapter,
     as_differentiable_model,
@@ -70,8 +94,6 @@ def _not_run(config: IndividualConfig, reason: str, start: float) -> MethodResul
 
 
 def _parameters(config: IndividualConfig) -> dict[str, Any]:
-    import dataclasses
-
     return dataclasses.asdict(config)
 
 
@@ -211,7 +233,7 @@ def run_individual_fairness(
                 f"{flow.settings['max_eta_lambda_sigma']:.3g}; stability needs < 1): reduce "
                 "methods.individual_fairness.eta or lam"
             ),
-            warnings=warnings, details={"attack": flow.settings},
+            warnings=warnings, details=DivergedAttackDetails(_attack_settings(flow.settings)),
             seconds=time.perf_counter() - start,
         )  # fmt: skip
 
@@ -392,14 +414,62 @@ def _reading(kind: str, res: Any, delta: float, level: float) -> str:
     )
 
 
-def _json_row(frame: pd.DataFrame | None, Z: np.ndarray, names: list[str]) -> dict[str, Any]:
+def _json_row(
+    frame: pd.DataFrame | None, Z: np.ndarray, names: list[str]
+) -> dict[str, str | float]:
     if frame is None:
         return {n: round(float(v), 6) for n, v in zip(names, Z, strict=True)}
     row = frame.iloc[0]
-    out: dict[str, Any] = {}
+    out: dict[str, str | float] = {}
     for c, v in row.items():
         out[str(c)] = round(float(v), 6) if isinstance(v, int | float | np.number) else str(v)
     return out
+
+
+def _attack_settings(settings: dict[str, Any]) -> AttackSettings:
+    """The typed form of :attr:`FlowResult.settings <fairengine.individual.attack.FlowResult>`."""
+    return AttackSettings(
+        lam=settings["lambda"], steps=settings["steps"], eta=settings["eta"],
+        schedule=settings["schedule"], power=settings["power"],
+        flow_time=settings["flow_time"], domain=settings["domain"], device=settings["device"],
+        dtype=settings["dtype"], sigma_max=settings["sigma_max"],
+        max_eta_lambda_sigma=settings["max_eta_lambda_sigma"],
+        n_mutable=settings["n_mutable"], n_features=settings["n_features"],
+    )  # fmt: skip
+
+
+def _metric_provenance(p: dict[str, Any], fit: str) -> MetricProvenance:
+    """The typed form of a fitted metric's ``provenance_`` with how it was fitted (``fit``)."""
+    kind = p["metric"]
+    if kind == "sensitive_subspace":
+        return SensitiveSubspaceProvenance(
+            metric=kind, estimator=p["estimator"], n_fit_rows=p["n_fit_rows"],
+            n_attributes=p["n_attributes"], protected_axes=tuple(p["protected_axes"]),
+            rank=p["rank"], discount=p["discount"], converged=p["converged"], fit=fit,
+        )  # fmt: skip
+    if kind == "svd_sensitive_subspace":
+        return SVDProvenance(
+            metric=kind, n_components=p["n_components"], n_fit_rows=p["n_fit_rows"],
+            explained_share=p["explained_share"], source=p["source"], fit=fit,
+        )  # fmt: skip
+    if kind == "face":
+        return FACEProvenance(
+            metric=kind, n_components=p["n_components"], n_fit_rows=p["n_fit_rows"],
+            n_groups=p["n_groups"], explained_share=p["explained_share"], fit=fit,
+        )  # fmt: skip
+    if kind == "explore":
+        return EXPLOREProvenance(
+            metric=kind, n_pairs=p["n_pairs"], n_iter=p["n_iter"], batch_size=p["batch_size"],
+            init=p["init"], seed=p["seed"], final_nll=p["final_nll"], fit=fit,
+        )  # fmt: skip
+    if kind == "mahalanobis":
+        return MahalanobisProvenance(metric=kind, source=p["source"], fit=fit)
+    if kind == "discounted_directions":
+        return DiscountedDirectionsProvenance(
+            metric=kind, n_directions=p["n_directions"], rank=p["rank"], discount=p["discount"],
+            fit=fit,
+        )  # fmt: skip
+    raise ValueError(f"no provenance type for the fair metric {kind!r}")
 
 
 def _details(
@@ -419,7 +489,7 @@ def _details(
     e1: np.ndarray,
     verification: float | None,
     seed: int,
-) -> dict[str, Any]:
+) -> IndividualFairnessDetails:
     eps = cfg.loss_floor
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (flow.loss_mapped + eps) / (flow.loss_original + eps)
@@ -428,13 +498,16 @@ def _details(
 
     # histogram of per-row ratios: linear bins up to the 99th percentile, plus an overflow count
     rf = ratio[finite]
-    hist: dict[str, Any] = {}
+    hist = None
     if rf.size:
         top = float(np.quantile(rf, 0.99))
         lo = float(rf.min())
         hi = top if top > lo else lo + 1e-9
         counts, edges = np.histogram(rf[rf <= hi], bins=cfg.histogram_bins, range=(lo, hi))
-        hist = {"edges": edges.tolist(), "counts": counts.tolist(), "n_above": int((rf > hi).sum())}
+        hist = RatioHistogram(
+            edges=tuple(float(e) for e in edges), counts=tuple(int(c) for c in counts),
+            n_above=int((rf > hi).sum()),
+        )  # fmt: skip
 
     # T_n as a function of the number of steps
     lb_path = []
@@ -443,10 +516,10 @@ def _details(
             flow.loss_original, flow.loss_path[k], delta=cfg.delta, alpha=cfg.alpha, eps=eps,
             ddof=cfg.ddof,
         )  # fmt: skip
-        lb_path.append({
-            "step": int(k), "flow_time": float(flow.step_sizes[:k].sum()),
-            "statistic": res.statistic, "lower_bound": res.lower_bound,
-        })  # fmt: skip
+        lb_path.append(StepBound(
+            step=int(k), flow_time=float(flow.step_sizes[:k].sum()),
+            statistic=res.statistic, lower_bound=res.lower_bound,
+        ))  # fmt: skip
 
     # top-k rows: original vs mapped (decoded to table columns when the encoder is known)
     top_rows = []
@@ -456,89 +529,102 @@ def _details(
         dec1 = adapter.decode(flow.X[i : i + 1]) if adapter.decode else None
         change = flow.X[i] - X[i]
         big = np.argsort(-np.abs(change))[:5]
-        top_rows.append({
-            "row": int(rows[i]), "label": int(y[i]), "ratio": float(ratio[i]),
-            "loss_original": float(flow.loss_original[i]),
-            "loss_mapped": float(flow.loss_mapped[i]),
-            "proba_original": float(p0[i]), "proba_mapped": float(p1[i]),
-            "sq_fair_distance": float(flow.sq_dist[i]),
-            "original": _json_row(dec0, X[i], adapter.feature_names),
-            "mapped": _json_row(dec1, flow.X[i], adapter.feature_names),
-            "largest_changes": {
+        top_rows.append(TopPoint(
+            row=int(rows[i]), label=int(y[i]), ratio=float(ratio[i]),
+            loss_original=float(flow.loss_original[i]),
+            loss_mapped=float(flow.loss_mapped[i]),
+            proba_original=float(p0[i]), proba_mapped=float(p1[i]),
+            sq_fair_distance=float(flow.sq_dist[i]),
+            original=_json_row(dec0, X[i], adapter.feature_names),
+            mapped=_json_row(dec1, flow.X[i], adapter.feature_names),
+            largest_changes={
                 (adapter.feature_names[j] if j < len(adapter.feature_names) else str(j)):
                 round(float(change[j]), 6) for j in big
             },
-        })  # fmt: skip
+        ))  # fmt: skip
 
     disp = flow.X - X
     euclid = np.sqrt((disp**2).sum(axis=1))
-    moves: dict[str, Any] = {
-        "sq_fair_distance": _quantiles(flow.sq_dist),
-        "euclidean": _quantiles(euclid),
-    }
+    share = None
     if metric.low_rank_ is not None:
         q = metric.low_rank_[0]
         inside = ((disp @ q) ** 2).sum(axis=1)
         tot = (disp**2).sum(axis=1)
-        moves["share_in_sensitive_subspace"] = float(inside.sum() / tot.sum()) if tot.sum() else 0.0
+        share = float(inside.sum() / tot.sum()) if tot.sum() else 0.0
+    moves = Displacement(
+        sq_fair_distance=_quantiles(flow.sq_dist), euclidean=_quantiles(euclid),
+        share_in_sensitive_subspace=share,
+    )  # fmt: skip
 
-    per_group: dict[str, Any] = {}
+    per_group: dict[str, tuple[GroupRatio, ...]] = {}
     for a in dataset.roles.protected:
         enc = dataset.groups[a]
         codes = enc.codes[rows]
-        per_group[a] = [
-            {
-                "group": enc.categories[g], "n": int((codes == g).sum()),
-                "mean_ratio": float(ratio[(codes == g) & finite].mean())
+        per_group[a] = tuple(
+            GroupRatio(
+                group=enc.categories[g], n=int((codes == g).sum()),
+                mean_ratio=float(ratio[(codes == g) & finite].mean())
                 if ((codes == g) & finite).any() else None,
-                "error_rate_original": float(e0[codes == g].mean()) if (codes == g).any() else None,
-                "error_rate_mapped": float(e1[codes == g].mean()) if (codes == g).any() else None,
-            }
+                error_rate_original=float(e0[codes == g].mean()) if (codes == g).any() else None,
+                error_rate_mapped=float(e1[codes == g].mean()) if (codes == g).any() else None,
+            )
             for g in range(enc.n_groups)
-        ]  # fmt: skip
+        )  # fmt: skip
 
-    def test_dict(res: Any) -> dict[str, Any]:
-        lo, hi = res.confidence_interval(level) if math.isfinite(res.statistic) else (None, None)
-        return {
-            "statistic": res.statistic, "standard_error": res.standard_error,
-            "lower_bound": res.lower_bound, "pvalue": res.pvalue, "ci_low": lo, "ci_high": hi,
-            "n": res.n, "status": res.status, "reject_unadjusted": res.reject,
-        }  # fmt: skip
+    def interval(res: LossRatioResult | ErrorRateRatioResult) -> tuple[float | None, float | None]:
+        return res.confidence_interval(level) if math.isfinite(res.statistic) else (None, None)
 
-    loss_d = test_dict(lrt) | {"n_dropped": lrt.n_dropped, "floor": lrt.diagnostics}
-    err_d = test_dict(ert) | {
-        "error_rate_original": ert.error_rate_original,
-        "error_rate_mapped": ert.error_rate_mapped,
-        "enabled": cfg.error_rate_test,
-    }
-    return {
-        "delta": cfg.delta,
-        "alpha": cfg.alpha,
-        "n_audited": int(rows.size),
-        "model": {
-            "kind": adapter.kind,
-            "description": adapter.description,
-            "exact": adapter.exact,
-            "max_abs_proba_difference": verification,
-            "n_encoded_features": X.shape[1],
-        },
-        "metric": metric.provenance_ | {"fit": cfg.metric_fit},
-        "attack": flow.settings | {"seconds": flow.seconds, "seed": seed},
-        "loss_ratio": loss_d,
-        "error_rate_ratio": err_d,
-        "label_flip_rate": float(np.mean((p0 > 0.5) != (p1 > 0.5))),
-        "mean_loss_original": float(flow.loss_original.mean()),
-        "mean_loss_mapped": float(flow.loss_mapped.mean()),
-        "ratio_histogram": hist,
-        "lower_bound_by_steps": lb_path,
-        "top_points": top_rows,
-        "displacement": moves,
-        "per_group": per_group,
-    }
+    loss_lo, loss_hi = interval(lrt)
+    loss = LossRatioSummary(
+        statistic=lrt.statistic, standard_error=lrt.standard_error,
+        lower_bound=lrt.lower_bound, pvalue=lrt.pvalue, ci_low=loss_lo, ci_high=loss_hi,
+        n=lrt.n,
+        status=lrt.status, reject_unadjusted=lrt.reject, n_dropped=lrt.n_dropped,
+        floor=FloorDiagnostics(**lrt.diagnostics),
+    )  # fmt: skip
+    err_lo, err_hi = interval(ert)
+    err = ErrorRateRatioSummary(
+        statistic=ert.statistic, standard_error=ert.standard_error,
+        lower_bound=ert.lower_bound, pvalue=ert.pvalue, ci_low=err_lo, ci_high=err_hi,
+        n=ert.n,
+        status=ert.status, reject_unadjusted=ert.reject,
+        error_rate_original=ert.error_rate_original, error_rate_mapped=ert.error_rate_mapped,
+        enabled=cfg.error_rate_test,
+    )  # fmt: skip
+    settings = _attack_settings(flow.settings)
+    return IndividualFairnessDetails(
+        delta=cfg.delta,
+        alpha=cfg.alpha,
+        n_audited=int(rows.size),
+        model=ModelSummary(
+            kind=adapter.kind,
+            description=adapter.description,
+            exact=adapter.exact,
+            max_abs_proba_difference=verification,
+            n_encoded_features=X.shape[1],
+        ),
+        metric=_metric_provenance(metric.provenance_, cfg.metric_fit),
+        attack=AttackRun(
+            **{f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)},
+            seconds=flow.seconds,
+            seed=seed,
+        ),
+        loss_ratio=loss,
+        error_rate_ratio=err,
+        label_flip_rate=float(np.mean((p0 > 0.5) != (p1 > 0.5))),
+        mean_loss_original=float(flow.loss_original.mean()),
+        mean_loss_mapped=float(flow.loss_mapped.mean()),
+        ratio_histogram=hist,
+        lower_bound_by_steps=tuple(lb_path),
+        top_points=tuple(top_rows),
+        displacement=moves,
+        per_group=per_group,
+    )
 
 
-def _quantiles(x: np.ndarray) -> dict[str, float]:
+def _quantiles(x: np.ndarray) -> Quantiles:
     qs = np.quantile(x, [0.0, 0.25, 0.5, 0.75, 0.95, 1.0])
-    return {"mean": float(x.mean())} | {
-        k: float(v) for k, v in zip(("min", "q25", "median", "q75", "q95", "max"), qs, strict=True)
-    }
+    return Quantiles(
+        mean=float(x.mean()), min=float(qs[0]), q25=float(qs[1]), median=float(qs[2]),
+        q75=float(qs[3]), q95=float(qs[4]), max=float(qs[5]),
+    )  # fmt: skip

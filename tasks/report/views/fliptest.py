@@ -6,7 +6,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from fairengine.results import MethodResult, UnknownDetails
+from fairengine.fliptest.result import FlipTestDetails
+from fairengine.results import MethodResult
 from tasks.report.format import (
     DASH,
     fmt_count,
@@ -17,13 +18,12 @@ from tasks.report.format import (
     with_interval,
 )
 from tasks.report.plots import (
-    as_float,
     interval_forest_svg,
     marginal_overlay_svg,
 )
 
 METHOD = "fliptest"
-DETAILS = UnknownDetails
+DETAILS = FlipTestDetails
 TEMPLATE = "methods/fliptest.html.j2"
 
 
@@ -37,62 +37,59 @@ def view(result: MethodResult) -> dict[str, Any]:
     """Per group pair and direction: flipset sizes against both nulls, the transparency report
     (mean feature change with intervals, consistency, sign tests) as a table and bar chart, and
     the marginal distributions of flipset members versus their group."""
-    method = result.to_dict()
-    details = method.get("details") or {}
+    details = result.details
+    assert isinstance(details, FlipTestDetails)
     directions: list[dict[str, Any]] = []
-    for pair in details.get("pairs") or []:
-        for dr in pair.get("directions") or []:
-            head = f"{pair.get('attribute')}: {dr.get('source')} → {dr.get('target')}"
+    for pair in details.pairs:
+        for dr in pair.directions:
+            head = f"{pair.attribute}: {dr.source} → {dr.target}"
             flips, reports, plots = [], [], []
-            for kind, fs in (dr.get("flipsets") or {}).items():
-                ci = fs.get("ci") or [None, None]
-                null = fs.get("permutation_null") or {}
+            for kind, fs in dr.flipsets.items():
+                null = fs.permutation_null
                 flips.append(
                     {
                         "kind": FLIPSET_WORDS.get(kind, kind),
-                        "count": fmt_count(fs.get("count")),
+                        "count": fmt_count(fs.count),
                         "rate": with_interval(
-                            {"estimate": fs.get("rate"), "low": ci[0], "high": ci[1]}
+                            {"estimate": fs.rate, "low": fs.ci[0], "high": fs.ci[1]}
                         ),
-                        "pvalues": f"{fmt_pvalue(fs.get('pvalue_permutation'))} / "
-                        f"{fmt_pvalue(fs.get('pvalue_selfmap'))}",
-                        "null_q95": fmt_rate(null.get("q95")),
-                        "excess": fmt_number(fs.get("excess_flips")),
-                        "stable": fmt_count(fs.get("stable_count")),
+                        "pvalues": f"{fmt_pvalue(fs.pvalue_permutation)} / "
+                        f"{fmt_pvalue(fs.pvalue_selfmap)}",
+                        "null_q95": fmt_rate(None if null is None else null.q95),
+                        "excess": fmt_number(fs.excess_flips),
+                        "stable": fmt_count(fs.stable_count),
                     }
                 )
-            for kind, tr in (dr.get("transparency") or {}).items():
-                feats = tr.get("features") or []
-                if not feats or not as_float(tr.get("n")) > 0:  # an empty flipset: nothing to say
+            for kind, tr in dr.transparency.items():
+                feats = tr.features
+                if not feats or not tr.n > 0:  # an empty flipset: nothing to say
                     continue
                 rows = [
                     {
-                        "feature": str(f.get("feature")),
+                        "feature": f.feature,
                         "mean": with_interval(
                             {
-                                "estimate": f.get("mean_difference"),
-                                "low": (f.get("mean_difference_ci") or [None, None])[0],
-                                "high": (f.get("mean_difference_ci") or [None, None])[1],
+                                "estimate": f.mean_difference,
+                                "low": f.mean_difference_ci[0],
+                                "high": f.mean_difference_ci[1],
                             },
                             fmt_number,
                         ),
-                        "consistency": fmt_number(f.get("consistency")),
-                        "pvalue": fmt_pvalue(f.get("sign_pvalue_bh")),
+                        "consistency": fmt_number(f.consistency),
+                        "pvalue": fmt_pvalue(f.sign_pvalue_bh),
                     }
                     for f in feats
                 ]
                 svg = interval_forest_svg(
                     f"Mean change in {FLIPSET_WORDS.get(kind, kind)[:2]}, {head}",
-                    [str(f.get("feature")) for f in feats],
+                    [f.feature for f in feats],
                     [
                         {
                             "name": "mean difference",
                             "color": "#2f5d8a",
-                            "estimate": [f.get("mean_difference") for f in feats],
-                            "low": [(f.get("mean_difference_ci") or [None])[0] for f in feats],
-                            "high": [
-                                (f.get("mean_difference_ci") or [None, None])[1] for f in feats
-                            ],
+                            "estimate": [f.mean_difference for f in feats],
+                            "low": [f.mean_difference_ci[0] for f in feats],
+                            "high": [f.mean_difference_ci[1] for f in feats],
                         }
                     ],
                     reference=0.0,
@@ -101,34 +98,22 @@ def view(result: MethodResult) -> dict[str, Any]:
                 reports.append(
                     {
                         "kind": FLIPSET_WORDS.get(kind, kind),
-                        "n": fmt_count(tr.get("n")),
-                        "stability": fmt_rate(tr.get("rank_stability_mean_difference")),
+                        "n": fmt_count(tr.n),
+                        "stability": fmt_rate(tr.rank_stability_mean_difference),
                         "rows": rows,
                         "svg": Markup(svg),
                     }
                 )
-            for feature, h in list((dr.get("histograms") or {}).items())[:6]:
+            for feature, h in list(dr.histograms.items())[:6]:
                 plots.append(
                     Markup(
                         marginal_overlay_svg(
-                            f"{feature}: {dr.get('source')} vs its flipsets",
-                            h.get("edges") or [],
+                            f"{feature}: {dr.source} vs its flipsets",
+                            list(h.edges),
                             [
-                                {
-                                    "name": str(dr.get("source")),
-                                    "color": "#7b8494",
-                                    "counts": h.get("group") or [],
-                                },
-                                {
-                                    "name": "F+",
-                                    "color": "#a4502a",
-                                    "counts": h.get("positive") or [],
-                                },
-                                {
-                                    "name": "F−",
-                                    "color": "#1f7a5a",
-                                    "counts": h.get("negative") or [],
-                                },
+                                {"name": dr.source, "color": "#7b8494", "counts": list(h.group)},
+                                {"name": "F+", "color": "#a4502a", "counts": list(h.positive)},
+                                {"name": "F−", "color": "#1f7a5a", "counts": list(h.negative)},
                             ],
                         )
                     )
@@ -137,18 +122,18 @@ def view(result: MethodResult) -> dict[str, Any]:
                 {
                     "title": head,
                     "anchor": slug("ft", len(directions), head),
-                    "n": fmt_count(dr.get("n_source")),
-                    "net": fmt_count(dr.get("net_flips")),
-                    "dp_gap": fmt_count(dr.get("dp_count_gap")),
+                    "n": fmt_count(dr.n_source),
+                    "net": fmt_count(dr.net_flips),
+                    "dp_gap": fmt_count(dr.dp_count_gap),
                     "flips": flips,
                     "reports": reports,
                     "plots": plots,
                 }
             )
     return {
-        "estimator": str(details.get("estimator") or DASH),
-        "mode": str(details.get("mode") or DASH),
-        "identity_note": str(details.get("identity_note") or ""),
-        "units": str(details.get("units") or ""),
+        "estimator": details.estimator or DASH,
+        "mode": details.mode or DASH,
+        "identity_note": details.identity_note,
+        "units": details.units,
         "directions": directions,
     }
