@@ -53,7 +53,7 @@ from fairengine.mitigation.config import MitigationConfig
 from fairengine.mitigation.result import DeployedMitigation, MitigationDetails
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.result import PermutationDetails
-from fairengine.results import MethodDetails, MethodResult, UnknownDetails, register_details
+from fairengine.results import MethodDetails, MethodResult, NoDetails, register_details
 
 ModelNeed = Literal["none", "predict_proba", "model"]
 MODEL_NEEDS: tuple[ModelNeed, ...] = ("none", "predict_proba", "model")
@@ -80,7 +80,7 @@ class MethodSpec:
     run: Callable[[AuditDataset, Any, RunContext], MethodResult]
     needs: ModelNeed = "none"
     summary: Callable[[MethodResult, Any], str] | None = None
-    details: type[MethodDetails] = UnknownDetails
+    details: type[MethodDetails] = NoDetails
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):

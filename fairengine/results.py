@@ -338,8 +338,11 @@ class MethodResult:
     artifacts: list[Artifact] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if isinstance(self.details, dict):  # transitional: methods not yet typed
-            self.details = UnknownDetails(data=to_jsonable(self.details), note="untyped")
+        if not isinstance(self.details, MethodDetails):
+            raise TypeError(
+                f"method {self.method!r}: details must be a MethodDetails (a frozen dataclass "
+                f"declared by the method), got {type(self.details).__name__}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -180,8 +180,8 @@ def log_audit(
 ) -> dict[str, str]:
     """Create the audit run and log everything; returns run id, experiment id and artifact URI.
 
-    Artifacts: ``audit/audit.json``, ``audit/report.html`` and every file a method listed in
-    ``details["artifacts"]`` under ``artifacts/<method>/`` (see :func:`stage_method_artifacts`).
+    Artifacts: ``audit/audit.json``, ``audit/report.html`` and every file in a method's
+    ``artifacts`` under ``artifacts/<method>/`` (see :func:`stage_method_artifacts`).
     If logging fails after the run was created, the run is discarded
     (:func:`discard_partial_run`) and the error re-raised: a retry starts a fresh run.
     The audited model version (when there is one) is tagged ``fairness.verdict``,

@@ -22,9 +22,6 @@ def strict_round_trip(result: MethodResult) -> MethodResult:
     return MethodResult.from_dict(json.loads(json.dumps(result.to_dict(), allow_nan=False)))
 
 
-# --------------------------------------------------------------------------- permutation_tests
-
-
 # --------------------------------------------------------------------------- mitigation
 
 
@@ -259,6 +256,177 @@ def test_intersectional_details_of_format_1_decode() -> None:
     assert {k: v for k, v in again.items() if k != "details"} == {
         k: v for k, v in stored.items() if k != "details"
     }
+
+
+# --------------------------------------------------------------------------- fliptest
+
+
+def _hire_proba(df: pd.DataFrame) -> np.ndarray:
+    z = 1.4028 * df["work_exp"].to_numpy() + 1.1688 * df["hair_len"].to_numpy() - 0.8684
+    return 1 / (1 + np.exp(-40 * z))
+
+
+def test_fliptest_details_round_trip(tmp_path: Path) -> None:
+    """A FlipTest run through the registry (map cache, validation, map files) and one in
+    equalized-odds mode without validation (two strata per direction) round-trip exactly."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.datasets import make_lipton_hiring
+    from fairengine.fliptest import FlipTestConfig, run_fliptest
+    from fairengine.fliptest.result import FlipTestDetails
+    from fairengine.registry import RunContext, _run_fliptest
+
+    data = make_lipton_hiring(400)
+    ds = AuditDataset.from_frame(data.frame, data.roles)
+    fast = dict(n_permutations=4, n_selfmap=4, n_bootstrap=4, max_per_group=300)
+    cached = _run_fliptest(
+        ds,
+        FlipTestConfig(enabled=True, epsilon=0.03, **fast),
+        RunContext(seed=1, model=_hire_proba, store=tmp_path),
+    )
+    eo = run_fliptest(
+        ds,
+        FlipTestConfig(
+            enabled=True, mode="equalized_odds", estimator="exact", validate=False, **fast
+        ),
+        predict_proba=_hire_proba,
+    )
+    for r in (cached, eo):
+        assert r.status == "ok", r.reason
+        assert isinstance(r.details, FlipTestDetails)
+        d = r.to_dict()
+        back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
+        assert isinstance(back.details, FlipTestDetails)
+        assert back.details == r.details and back.to_dict() == d
+    assert isinstance(cached.details, FlipTestDetails) and cached.details.map_cache is not None
+    assert cached.details.map_cache.fitted == 2
+    assert all(m.path for p in cached.details.pairs for d in p.directions for m in d.maps)
+    assert isinstance(eo.details, FlipTestDetails)
+    assert [m.stratum for m in eo.details.pairs[0].directions[0].maps] == ["label_0", "label_1"]
+
+
+@pytest.mark.parametrize(
+    ("name", "null_keys"),
+    [
+        ("fliptest_result_format1.json", []),
+        ("fliptest_eo_no_validation_result_format1.json", ["map_cache", "validation"]),
+    ],
+)
+def test_fliptest_details_of_format_1_decode(name: str, null_keys: list[str]) -> None:
+    """FlipTest results written before typed details (``tests/data``: one through the audit's
+    registry with its map cache, one direct call without validation) read as today's type and
+    give the same JSON again, except for the keys that were absent and are now written as null:
+    ``map_cache`` (a direct call) and each direction's ``validation`` (``validate: false``)."""
+    from fairengine.fliptest.result import FlipTestDetails
+
+    stored = json.loads((DATA / name).read_text())
+    r = MethodResult.from_dict(stored)
+    assert isinstance(r.details, FlipTestDetails)
+    expected = json.loads(json.dumps(stored["details"]))
+    if "map_cache" in null_keys:
+        expected["map_cache"] = None
+    if "validation" in null_keys:
+        for pair in expected["pairs"]:
+            for direction in pair["directions"]:
+                direction["validation"] = None
+    assert r.to_dict()["details"] == expected
+
+
+# --------------------------------------------------------------------------- individual_fairness
+
+
+def test_individual_fairness_details_round_trip() -> None:
+    """Runs on Maity et al.'s simulation (learned sensitive subspace; a user Mahalanobis metric
+    without a sensitive subspace), on a pipeline with one-hot columns (decoded rows with
+    strings), and a diverged attack (only its settings) round-trip exactly."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from fairengine.dataset import AuditDataset
+    from fairengine.datasets import make_maity_simulation
+    from fairengine.individual import IndividualConfig, run_individual_fairness
+    from fairengine.individual.result import DivergedAttackDetails, IndividualFairnessDetails
+    from fairengine.roles import ColumnRoles
+
+    fast = {"steps": 30, "num_threads": 1, "device": "cpu"}
+    sim = make_maity_simulation(n=300, seed=4)
+    ds = AuditDataset.from_frame(sim.frame, sim.roles)
+    model = LogisticRegression().fit(sim.frame[["x1", "x2"]], sim.frame["y"])
+    maha = {"sigma": [[0.0, 0.0], [0.0, 1.0]]}
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"income": rng.normal(0, 1, 300), "job": rng.choice(["a", "b", "c"], 300)})
+    frame["sex"] = rng.choice(["f", "m"], 300)
+    frame["y"] = (frame.income + (frame.sex == "m") + rng.normal(0, 1, 300) > 0.5).astype(int)
+    feats = ["income", "job", "sex"]
+    pipe = make_pipeline(
+        ColumnTransformer(
+            [("n", StandardScaler(), ["income"]), ("c", OneHotEncoder(), ["job", "sex"])]
+        ),
+        LogisticRegression(),
+    ).fit(frame[feats], frame.y)
+    runs = [
+        run_individual_fairness(ds, IndividualConfig(**fast), model=model),
+        run_individual_fairness(
+            ds, IndividualConfig(metric="mahalanobis", metric_params=maha, **fast), model=model
+        ),
+        run_individual_fairness(
+            AuditDataset.from_frame(frame, ColumnRoles("y", ("sex",), features=tuple(feats))),
+            IndividualConfig(domain="simplex", lam=5.0, eta=0.05, **fast),
+            model=pipe,
+        ),
+        run_individual_fairness(ds, IndividualConfig(eta=0.1, lam=50.0, **fast), model=model),
+    ]
+    assert [r.status for r in runs] == ["ok", "ok", "ok", "failed"]
+    for r in runs:
+        kind = IndividualFairnessDetails if r.status == "ok" else DivergedAttackDetails
+        assert isinstance(r.details, kind)
+        d = r.to_dict()
+        back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
+        assert isinstance(back.details, kind)
+        assert back.details == r.details and back.to_dict() == d
+    assert "lambda" in runs[0].to_dict()["details"]["attack"]  # the JSON key of ``lam``
+    assert isinstance(runs[2].details, IndividualFairnessDetails)
+    assert runs[2].details.top_points[0].mapped["job"] in {"a", "b", "c"}
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("individual_fairness_result_format1.json", "IndividualFairnessDetails"),
+        ("individual_fairness_diverged_result_format1.json", "DivergedAttackDetails"),
+    ],
+)
+def test_individual_fairness_details_of_format_1_decode(name: str, kind: str) -> None:
+    """Individual-fairness results written before typed details (``tests/data``: a Mahalanobis
+    metric, and a diverged attack) read as today's types and give the same JSON again, except
+    ``displacement.share_in_sensitive_subspace``, absent for a metric without a sensitive
+    subspace and now written as null."""
+    stored = json.loads((DATA / name).read_text())
+    r = MethodResult.from_dict(stored)
+    assert type(r.details).__name__ == kind
+    expected = json.loads(json.dumps(stored["details"]))
+    if kind == "IndividualFairnessDetails":
+        assert "share_in_sensitive_subspace" not in expected["displacement"]
+        expected["displacement"]["share_in_sensitive_subspace"] = None
+    assert r.to_dict()["details"] == expected
+
+
+def test_individual_fairness_attack_settings_read_strictly() -> None:
+    """The attack's settings (stored with the key ``lambda``, a Python keyword) reject an unknown
+    key, a missing one and a wrong type, naming the path."""
+    from fairengine.result_codec import ResultFormatError
+
+    stored = json.loads((DATA / "individual_fairness_diverged_result_format1.json").read_text())
+    for change, match in [
+        (lambda a: a.update(lam=1.0), r"details\.attack: unknown key\(s\) \['lam'\]"),
+        (lambda a: a.pop("lambda"), r"details\.attack\.lambda: missing"),
+        (lambda a: a.update(steps="60"), r"details\.attack\.steps: expected an integer"),
+    ]:
+        bad = json.loads(json.dumps(stored))
+        change(bad["details"]["attack"])
+        with pytest.raises(ResultFormatError, match=match):
+            MethodResult.from_dict(bad)
 
 
 # --------------------------------------------------------------------------- group parity, metrics
@@ -558,174 +726,3 @@ def test_group_metrics_details_of_format_1_decode(case: str, null_keys: list[str
                 added.add(f"{where}.{key}")
     assert sorted(added) == null_keys
     assert again == stored
-
-
-# --------------------------------------------------------------------------- fliptest
-
-
-def _hire_proba(df: pd.DataFrame) -> np.ndarray:
-    z = 1.4028 * df["work_exp"].to_numpy() + 1.1688 * df["hair_len"].to_numpy() - 0.8684
-    return 1 / (1 + np.exp(-40 * z))
-
-
-def test_fliptest_details_round_trip(tmp_path: Path) -> None:
-    """A FlipTest run through the registry (map cache, validation, map files) and one in
-    equalized-odds mode without validation (two strata per direction) round-trip exactly."""
-    from fairengine.dataset import AuditDataset
-    from fairengine.datasets import make_lipton_hiring
-    from fairengine.fliptest import FlipTestConfig, run_fliptest
-    from fairengine.fliptest.result import FlipTestDetails
-    from fairengine.registry import RunContext, _run_fliptest
-
-    data = make_lipton_hiring(400)
-    ds = AuditDataset.from_frame(data.frame, data.roles)
-    fast = dict(n_permutations=4, n_selfmap=4, n_bootstrap=4, max_per_group=300)
-    cached = _run_fliptest(
-        ds,
-        FlipTestConfig(enabled=True, epsilon=0.03, **fast),
-        RunContext(seed=1, model=_hire_proba, store=tmp_path),
-    )
-    eo = run_fliptest(
-        ds,
-        FlipTestConfig(
-            enabled=True, mode="equalized_odds", estimator="exact", validate=False, **fast
-        ),
-        predict_proba=_hire_proba,
-    )
-    for r in (cached, eo):
-        assert r.status == "ok", r.reason
-        assert isinstance(r.details, FlipTestDetails)
-        d = r.to_dict()
-        back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
-        assert isinstance(back.details, FlipTestDetails)
-        assert back.details == r.details and back.to_dict() == d
-    assert isinstance(cached.details, FlipTestDetails) and cached.details.map_cache is not None
-    assert cached.details.map_cache.fitted == 2
-    assert all(m.path for p in cached.details.pairs for d in p.directions for m in d.maps)
-    assert isinstance(eo.details, FlipTestDetails)
-    assert [m.stratum for m in eo.details.pairs[0].directions[0].maps] == ["label_0", "label_1"]
-
-
-@pytest.mark.parametrize(
-    ("name", "null_keys"),
-    [
-        ("fliptest_result_format1.json", []),
-        ("fliptest_eo_no_validation_result_format1.json", ["map_cache", "validation"]),
-    ],
-)
-def test_fliptest_details_of_format_1_decode(name: str, null_keys: list[str]) -> None:
-    """FlipTest results written before typed details (``tests/data``: one through the audit's
-    registry with its map cache, one direct call without validation) read as today's type and
-    give the same JSON again, except for the keys that were absent and are now written as null:
-    ``map_cache`` (a direct call) and each direction's ``validation`` (``validate: false``)."""
-    from fairengine.fliptest.result import FlipTestDetails
-
-    stored = json.loads((DATA / name).read_text())
-    r = MethodResult.from_dict(stored)
-    assert isinstance(r.details, FlipTestDetails)
-    expected = json.loads(json.dumps(stored["details"]))
-    if "map_cache" in null_keys:
-        expected["map_cache"] = None
-    if "validation" in null_keys:
-        for pair in expected["pairs"]:
-            for direction in pair["directions"]:
-                direction["validation"] = None
-    assert r.to_dict()["details"] == expected
-
-
-# --------------------------------------------------------------------------- individual_fairness
-
-
-def test_individual_fairness_details_round_trip() -> None:
-    """Runs on Maity et al.'s simulation (learned sensitive subspace; a user Mahalanobis metric
-    without a sensitive subspace), on a pipeline with one-hot columns (decoded rows with
-    strings), and a diverged attack (only its settings) round-trip exactly."""
-    from sklearn.compose import ColumnTransformer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
-    from fairengine.dataset import AuditDataset
-    from fairengine.datasets import make_maity_simulation
-    from fairengine.individual import IndividualConfig, run_individual_fairness
-    from fairengine.individual.result import DivergedAttackDetails, IndividualFairnessDetails
-    from fairengine.roles import ColumnRoles
-
-    fast = {"steps": 30, "num_threads": 1, "device": "cpu"}
-    sim = make_maity_simulation(n=300, seed=4)
-    ds = AuditDataset.from_frame(sim.frame, sim.roles)
-    model = LogisticRegression().fit(sim.frame[["x1", "x2"]], sim.frame["y"])
-    maha = {"sigma": [[0.0, 0.0], [0.0, 1.0]]}
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"income": rng.normal(0, 1, 300), "job": rng.choice(["a", "b", "c"], 300)})
-    frame["sex"] = rng.choice(["f", "m"], 300)
-    frame["y"] = (frame.income + (frame.sex == "m") + rng.normal(0, 1, 300) > 0.5).astype(int)
-    feats = ["income", "job", "sex"]
-    pipe = make_pipeline(
-        ColumnTransformer(
-            [("n", StandardScaler(), ["income"]), ("c", OneHotEncoder(), ["job", "sex"])]
-        ),
-        LogisticRegression(),
-    ).fit(frame[feats], frame.y)
-    runs = [
-        run_individual_fairness(ds, IndividualConfig(**fast), model=model),
-        run_individual_fairness(
-            ds, IndividualConfig(metric="mahalanobis", metric_params=maha, **fast), model=model
-        ),
-        run_individual_fairness(
-            AuditDataset.from_frame(frame, ColumnRoles("y", ("sex",), features=tuple(feats))),
-            IndividualConfig(domain="simplex", lam=5.0, eta=0.05, **fast),
-            model=pipe,
-        ),
-        run_individual_fairness(ds, IndividualConfig(eta=0.1, lam=50.0, **fast), model=model),
-    ]
-    assert [r.status for r in runs] == ["ok", "ok", "ok", "failed"]
-    for r in runs:
-        kind = IndividualFairnessDetails if r.status == "ok" else DivergedAttackDetails
-        assert isinstance(r.details, kind)
-        d = r.to_dict()
-        back = MethodResult.from_dict(json.loads(json.dumps(d, allow_nan=False)))
-        assert isinstance(back.details, kind)
-        assert back.details == r.details and back.to_dict() == d
-    assert "lambda" in runs[0].to_dict()["details"]["attack"]  # the JSON key of ``lam``
-    assert isinstance(runs[2].details, IndividualFairnessDetails)
-    assert runs[2].details.top_points[0].mapped["job"] in {"a", "b", "c"}
-
-
-@pytest.mark.parametrize(
-    ("name", "kind"),
-    [
-        ("individual_fairness_result_format1.json", "IndividualFairnessDetails"),
-        ("individual_fairness_diverged_result_format1.json", "DivergedAttackDetails"),
-    ],
-)
-def test_individual_fairness_details_of_format_1_decode(name: str, kind: str) -> None:
-    """Individual-fairness results written before typed details (``tests/data``: a Mahalanobis
-    metric, and a diverged attack) read as today's types and give the same JSON again, except
-    ``displacement.share_in_sensitive_subspace``, absent for a metric without a sensitive
-    subspace and now written as null."""
-    stored = json.loads((DATA / name).read_text())
-    r = MethodResult.from_dict(stored)
-    assert type(r.details).__name__ == kind
-    expected = json.loads(json.dumps(stored["details"]))
-    if kind == "IndividualFairnessDetails":
-        assert "share_in_sensitive_subspace" not in expected["displacement"]
-        expected["displacement"]["share_in_sensitive_subspace"] = None
-    assert r.to_dict()["details"] == expected
-
-
-def test_individual_fairness_attack_settings_read_strictly() -> None:
-    """The attack's settings (stored with the key ``lambda``, a Python keyword) reject an unknown
-    key, a missing one and a wrong type, naming the path."""
-    from fairengine.result_codec import ResultFormatError
-
-    stored = json.loads((DATA / "individual_fairness_diverged_result_format1.json").read_text())
-    for change, match in [
-        (lambda a: a.update(lam=1.0), r"details\.attack: unknown key\(s\) \['lam'\]"),
-        (lambda a: a.pop("lambda"), r"details\.attack\.lambda: missing"),
-        (lambda a: a.update(steps="60"), r"details\.attack\.steps: expected an integer"),
-    ]:
-        bad = json.loads(json.dumps(stored))
-        change(bad["details"]["attack"])
-        with pytest.raises(ResultFormatError, match=match):
-            MethodResult.from_dict(bad)

@@ -377,8 +377,9 @@ def _span(values: Sequence[float], pad: float = 0.08, minimum: float = 1e-9) -> 
 def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
     """A dot plot of one rate per group of ``attr``, with its interval as an error bar.
 
-    ``groups`` is ``details["attributes"][attr]["groups"]`` of a ``group_parity`` result (dict
-    form: values may be the strings ``"NaN"``/``"Infinity"``); ``rate`` is ``positive_rate``,
+    ``groups``: one dict per group in the JSON form of group parity's
+    :class:`~fairengine.group_parity.result.ParityGroup` (``group``, ``n``, ``rates``; values
+    may be the strings ``"NaN"``/``"Infinity"``); ``rate`` is ``positive_rate``,
     ``tpr`` or ``fpr``. Undefined estimates are marked "undefined" instead of drawn; an
     undefined interval draws the point alone. At most :data:`MAX_PLOT_GROUPS` (the largest)
     groups are drawn. Returns an ``<svg>`` element without XML prolog or DOCTYPE.
