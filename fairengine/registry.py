@@ -121,9 +121,10 @@ def _run_group_parity(
 
 
 def _group_parity_summary(result: MethodResult, config: GroupParityConfig) -> str:
+    assert isinstance(result.details, GroupParityDetails)
     return (
         f"Group parity: {len(result.findings)} gaps over "
-        f"{len(result.parameters['attributes'])} attribute(s) in {result.seconds or 0.0:.2f} s"
+        f"{len(result.details.attributes)} attribute(s) in {result.seconds or 0.0:.2f} s"
     )
 
 
@@ -136,10 +137,12 @@ def _run_group_metrics(
 
 
 def _group_metrics_summary(result: MethodResult, config: GroupMetricsConfig) -> str:
+    assert isinstance(result.details, GroupMetricsDetails)
+    kinds = [e.kind for e in result.details.encodings.values()]
     return (
         f"Group metrics (LiFT suite{', lift_compat' if config.lift_compat else ''}): "
-        f"{len(result.findings)} findings over {len(result.parameters['attributes'])} "
-        f"attribute(s){' + intersection' if result.parameters['intersection'] else ''} in "
+        f"{len(result.findings)} findings over {kinds.count('attribute')} "
+        f"attribute(s){' + intersection' if 'intersection' in kinds else ''} in "
         f"{result.seconds or 0.0:.2f} s"
     )
 

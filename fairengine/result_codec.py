@@ -27,7 +27,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal, TypeAlias, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
@@ -38,6 +38,12 @@ JSONValue: TypeAlias = Union[  # noqa: UP007 (a recursive alias needs the string
     bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"], None
 ]
 """Any JSON value (non-finite floats allowed in memory; encoded as strings)."""
+
+JSONLike: TypeAlias = Union[  # noqa: UP007
+    bool, int, float, str, Sequence["JSONLike"], Mapping[str, "JSONLike"], None
+]
+"""A value :func:`encode` turns into JSON without loss of meaning: a :data:`JSONValue` built
+from any sequences (tuples included) and mappings (read-only views of settings echoed back)."""
 
 T = TypeVar("T")
 

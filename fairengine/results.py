@@ -22,7 +22,7 @@ import numpy as np
 
 from fairengine.errors import FairEngineError
 from fairengine.finding_keys import FindingKeyError, flat_names
-from fairengine.result_codec import JSONValue, ResultFormatError, decode, encode
+from fairengine.result_codec import JSONLike, JSONValue, ResultFormatError, decode, encode
 
 Decision = Literal["reject", "fail_to_reject", "undetermined", "supporting", "not_tested"]
 """``reject``/``fail_to_reject``: the audit's decision on the adjusted p-value; ``undetermined``:
@@ -329,7 +329,7 @@ class MethodResult:
     method: str
     title: str
     status: MethodStatus = "ok"
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, JSONLike] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     details: MethodDetails = field(default_factory=NoDetails)
     reason: str | None = None
@@ -401,8 +401,8 @@ class ExpectationOutcome:
     success: bool
     description: str
     unexpected_count: int | None = None
-    unexpected_examples: list[Any] = field(default_factory=list)
-    observed: Any = None
+    unexpected_examples: list[JSONValue] = field(default_factory=list)
+    observed: JSONValue = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(dataclasses.asdict(self))
