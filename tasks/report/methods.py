@@ -1,6 +1,7 @@
 """One section per method: the generic part (status, findings, warnings) and the method's own
 view.
 """
+
 from __future__ import annotations
 
 import json
