@@ -34,6 +34,7 @@ sys.path.insert(1, str(HERE))
 def _findings(result: Any) -> dict[str, Any]:
     return {
         "verdict": result.verdict.status,
+        "details": {m.method: m.to_dict()["details"] for m in result.methods},
         "findings": {
             f.key: {
                 "estimate": f.estimate,
@@ -69,6 +70,40 @@ def collect(skip_adult: bool) -> dict[str, Any]:
     return out
 
 
+MOVED_OUT_OF_DETAILS = {"artifacts"}
+"""Keys format 2 moved from a method's details to its result (FlipTest's map files)."""
+
+
+def details_differences(before: Any, after: Any, path: str = "") -> list[str]:
+    """Where two methods' details JSON differ, ignoring keys only ``after`` has whose value is
+    null (an optional field format 2 writes as null where format 1 left the key out) and keys
+    :data:`MOVED_OUT_OF_DETAILS`; NaN equals NaN (JSON strings)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for k in sorted(set(before) | set(after)):
+            if k in MOVED_OUT_OF_DETAILS:
+                continue
+            if k not in before:
+                if after[k] is not None:
+                    out.append(f"{path}.{k}: only after")
+            elif k not in after:
+                out.append(f"{path}.{k}: only before")
+            else:
+                out += details_differences(before[k], after[k], f"{path}.{k}")
+        return out
+    if isinstance(before, list) and isinstance(after, list):
+        if len(before) != len(after):
+            return [f"{path}: {len(before)} vs {len(after)} items"]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(before, after, strict=True))
+            for d in details_differences(x, y, f"{path}[{i}]")
+        ]
+    if isinstance(before, float) and isinstance(after, float) and before == after:
+        return []
+    return [] if before == after else [f"{path}: {before!r} vs {after!r}"]
+
+
 def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     lines = []
     for audit in sorted(set(before) | set(after)):
@@ -88,10 +123,22 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
             )
             for field in ("estimate", "pvalue", "adjusted_pvalue", "decision")
         }
+        if "details" in b and "details" in a:
+            methods = set(b["details"]) | set(a["details"])
+            diffs = {
+                m: details_differences(b["details"].get(m), a["details"].get(m), m)
+                for m in sorted(methods)
+            }
+            details_cell = f"{sum(1 for d in diffs.values() if d)} of {len(methods)}"
+            for m, d in diffs.items():
+                if d:
+                    print(f"{audit} {m}: {len(d)} difference(s), e.g. {d[:3]}", file=sys.stderr)
+        else:
+            details_cell = "not recorded"
         lines.append(
             f"| {audit} | {len(keys)} | {only} | {differ['estimate']} | {differ['pvalue']} | "
             f"{differ['adjusted_pvalue']} | {differ['decision']} | "
-            f"{b['verdict']} → {a['verdict']} |"
+            f"{b['verdict']} → {a['verdict']} | {details_cell} |"
         )
     return lines
 
@@ -109,8 +156,9 @@ def main() -> None:
         text = "\n".join(
             [
                 "| audit | findings | in one run only | estimates that differ | p-values that "
-                "differ | adjusted p-values that differ | decisions that differ | verdict |",
-                "|---|---|---|---|---|---|---|---|",
+                "differ | adjusted p-values that differ | decisions that differ | verdict | "
+                "methods whose details differ |",
+                "|---|---|---|---|---|---|---|---|---|",
                 *rows,
             ]
         )
