@@ -56,6 +56,7 @@ for _key, _value in {
 
 import matplotlib  # noqa: E402
 
+import fairengine.registry  # noqa: E402,F401  (registers the methods' details types for from_json)
 import tasks.report as report  # noqa: E402
 import tasks.report.plots as report_plots  # noqa: E402
 from fairengine.results import AuditResult  # noqa: E402
@@ -98,6 +99,7 @@ sys.path.insert(0, {repo!r})
 os.environ.setdefault("MPLBACKEND", "Agg")
 t0 = time.perf_counter()
 from tasks.report import render_report
+import fairengine.registry  # the methods' details types, so from_json reads them typed
 from fairengine.results import AuditResult
 t1 = time.perf_counter()
 result = AuditResult.from_json(open({path!r}, encoding="utf-8").read())

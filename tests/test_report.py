@@ -674,7 +674,7 @@ def test_every_plot_kind_is_clean_inline_svg() -> None:
         assert "&lt;script&gt;" in svg  # the title's markup is text
         assert len(svg.encode()) < SVG_SIZE_BUDGET
     assert "observed 7.5 →" in svgs[1]  # an observed value beyond the histogram is not lost
-    assert "— s1" in svgs[0] and "— s2" in svgs[0]  # the key names both series
+    assert ">s1</text>" in svgs[0] and ">s2</text>" in svgs[0]  # the key names both series
 
 
 def test_plots_do_not_leak_figures() -> None:

@@ -8,38 +8,121 @@ matplotlib numbers the same way in every figure are stripped, so several SVGs ca
 one HTML document. Every text matplotlib writes is XML-escaped by its SVG backend; group names
 are drawn with ``parse_math=False`` (a ``$`` in a name is not mathtext).
 
-Speed. A full every-method report draws about 50 figures and must render in well under 2 s
+Readable at the report's width
+------------------------------
+**No text in any figure is smaller than** :data:`MIN_FONT_PX` **= 11 CSS pixels as the report
+shows it.** The SVG is scaled by CSS to its figure's width, so a text's effective size is its
+font size × displayed width / viewBox width. The report's CSS (``templates/report.css``) lays
+a figure out as ``figure.plot { flex: 1 1 300px; max-width: 380px }``: it is never narrower
+than its 300 px flex basis (:data:`FIGURE_MIN_PX`) in any window at least 364 px wide (at
+1,400 px the figures are 360 to 380 px wide). Every figure is therefore drawn
+:data:`FIGURE_WIDTH` = 300 units wide (its viewBox; one unit is one CSS pixel at the narrowest
+width) and sets no text below 11 units: 11 px at 300 px, 13.2 px at the usual 360 px.
+``tests/test_report_plots_readable.py`` checks both the SVGs (every ``<text>`` against the CSS)
+and the rendered report in Chromium.
+
+Many groups make a figure taller, never its text smaller: one row per group; a group label
+wider than :data:`LABEL_SHARE` of the figure wraps onto a second line (after ``×``, ``&``,
+spaces, hyphens), and what still does not fit is cut with "…", the full name kept in a
+``<title>`` (the browser's tooltip); titles wrap the same way; an x axis drops ticks until its
+labels fit side by side. At most :data:`MAX_PLOT_GROUPS` groups are drawn (the tables list all).
+
+Direct labels: a line chart names each line at its end (:func:`curve_svg`); plots with several
+series on one row carry a key right under the title, a swatch drawn like the mark it stands for.
+
+Colours
+-------
+One colour-blind-safe palette, Okabe and Ito's (:data:`OKABE_ITO`, plus its grey), for every
+plot: data series take :data:`SERIES_COLORS` in order (blue, reddish purple, black, sky blue),
+which leaves the colours of decisions (:data:`DECISION_COLORS`: rejected vermillion, not
+rejected bluish green, undetermined orange, not tested grey) to mean decisions only, in the
+plots and (the same hex values) in the report's CSS. Axes, grid and text are neutral greys
+(:data:`NEUTRALS`). Text in a series' colour is avoided (reddish purple and sky blue are below
+4.5:1 on white): keys and line labels are dark text beside a coloured swatch.
+
+Alt text: every ``<svg>`` carries ``role="img"`` and an ``aria-label`` saying what it shows (the
+metric, the attribute, the number of groups or rows, the series; for a group's rates the lowest
+and highest) — generated from the figure's data unless the caller passes ``alt``.
+
+Speed
+-----
+A full every-method report draws about 50 figures and must render in well under 2 s
 (``benchmarks/report_render.py``), so each figure is kept to a few artists:
 
-* margins are set from estimated text widths (:func:`_place`) instead of ``tight_layout``, which
-  measures every text by drawing the figure an extra time (and then makes ``savefig`` draw once
-  more). The SVG keeps text as text and the browser draws it in the page's font, so matplotlib's
-  measurements were estimates of the final widths anyway;
-* axes draw no matplotlib ``Tick`` objects (five artists each, about 1.3 ms per tick): tick
-  marks are one marker line, grid lines one collection and each label one text
-  (:func:`_value_axis`, :func:`_category_labels`); legends are coloured text lines beside the
-  title (:func:`_heading`);
+* margins are set from estimated text widths (:func:`text_width`, DejaVu Sans advance widths)
+  instead of ``tight_layout``, which measures every text by drawing the figure an extra time;
+  the SVG keeps text as text and the browser draws it in the page's font, so matplotlib's
+  measurements would be estimates of the final widths anyway;
+* axes draw no matplotlib ``Tick`` objects (five artists each): tick marks are one marker line,
+  grid lines one collection and each label one text; keys are a swatch and a text per series
+  (no :meth:`Axes.legend`);
 * repeated marks are single artists: one ``errorbar`` call, one ``hlines`` collection per
   series, filled ``stairs`` instead of one bar patch per histogram bin.
-
-Measured on the full report (51 figures, ``benchmarks/results/report_render.md``): about 19 ms
-of CPU per figure, 2.9x less than with ``tight_layout``, tick objects and legends.
 """
 
 from __future__ import annotations
 
 import functools
+import html
 import io
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.markers import TICKDOWN, TICKLEFT
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
+
+# --------------------------------------------------------------------------- palette
+
+OKABE_ITO: dict[str, str] = {
+    "black": "#000000",
+    "orange": "#e69f00",
+    "sky_blue": "#56b4e9",
+    "bluish_green": "#009e73",
+    "yellow": "#f0e442",
+    "blue": "#0072b2",
+    "vermillion": "#d55e00",
+    "reddish_purple": "#cc79a7",
+}
+"""Okabe & Ito's colour-blind-safe palette (Color Universal Design, 2008)."""
+OKABE_ITO_GREY = "#999999"
+"""The grey that commonly completes the palette (for "not tested")."""
+
+DECISION_COLORS: dict[str, str] = {
+    "reject": OKABE_ITO["vermillion"],
+    "fail_to_reject": OKABE_ITO["bluish_green"],
+    "undetermined": OKABE_ITO["orange"],
+    "not_tested": OKABE_ITO_GREY,
+    "supporting": OKABE_ITO_GREY,
+}
+"""The colour of each decision (keys as in ``Finding.decision``), for the plots and the CSS."""
+
+SERIES_COLORS: tuple[str, ...] = (
+    OKABE_ITO["blue"],
+    OKABE_ITO["reddish_purple"],
+    OKABE_ITO["black"],
+    OKABE_ITO["sky_blue"],
+)
+"""Data series in order (none of them a decision's colour)."""
+
+INK = "#374151"
+"""Tick labels and secondary text."""
+LABEL_INK = "#111827"
+"""Titles, category labels (group names, metric names), keys."""
+AXIS_COLOR = "#9ca3af"
+GRID_COLOR = "#e5e7eb"
+MUTED = "#6b7280"
+"""Notes ("undefined") and reference lines."""
+NEUTRALS: tuple[str, ...] = (INK, LABEL_INK, AXIS_COLOR, GRID_COLOR, MUTED)
+"""The greys of axes, grid lines and text (no data is encoded in them)."""
+PALETTE: frozenset[str] = frozenset({*OKABE_ITO.values(), OKABE_ITO_GREY})
+"""Every colour a figure may encode data with."""
 
 RATE_LABELS: dict[str, str] = {
     "positive_rate": "Positive-prediction rate",
@@ -48,31 +131,42 @@ RATE_LABELS: dict[str, str] = {
 }
 """Human-readable names of the per-group rates of ``group_parity``."""
 
-RATE_COLORS: dict[str, str] = {
-    "positive_rate": "#2f5d8a",
-    "tpr": "#1f7a5a",
-    "fpr": "#a4502a",
-}
+RATE_COLORS: dict[str, str] = {rate: SERIES_COLORS[0] for rate in RATE_LABELS}
+"""A group's rate is the primary series wherever it is drawn."""
+
+# --------------------------------------------------------------------------- sizes
+
+FIGURE_WIDTH = 300.0
+"""Width of every figure in SVG units (its viewBox; points at 72 dpi)."""
+FIGURE_MIN_PX = 300.0
+"""The narrowest a figure is shown, in CSS pixels: the flex basis of ``figure.plot``."""
+MIN_FONT_PX = 11.0
+"""No text of a figure is shown smaller than this (CSS pixels) at :data:`FIGURE_MIN_PX`."""
+FONT = MIN_FONT_PX * FIGURE_WIDTH / FIGURE_MIN_PX
+"""Font size (units) of tick labels, group labels, keys and notes: the minimum."""
+TITLE_FONT = FONT + 1.0
+LINE = 1.2
+"""Line height in ems."""
+LABEL_SHARE = 0.45
+"""Group labels may take this share of the figure's width before they wrap."""
+ROW = 18.0
+"""Units per row of a one-series row plot (a one-line label is 13.2 units tall)."""
+SUB_ROW = 9.0
+"""Units between two series on one row."""
+EDGE = 4.0
+"""Units between the figure's border and a title, key or label."""
 
 MAX_PLOT_GROUPS = 30
 """At most this many groups are drawn (the largest by ``n``); the table lists them all."""
 
-MAX_LABEL_CHARS = 22
 SVG_SIZE_BUDGET = 40_000
 """Bytes; a single plot is expected to stay below this (checked by the tests)."""
 
 PT = 1 / 72
-"""Inches per point."""
+"""Inches per point (one SVG unit)."""
 TICK_SPACE = 7.0
-"""Points between an axis and its tick labels (tick length 3.5 plus pad 3.5)."""
+"""Units between an axis and its tick labels (tick length 3.5 plus pad 3.5)."""
 TICK_LENGTH = 3.5
-INK = "#374151"
-"""Tick labels and secondary text."""
-LABEL_INK = "#111827"
-"""Category labels (group names, metric names)."""
-AXIS_COLOR = "#9ca3af"
-GRID_COLOR = "#e5e7eb"
-MUTED = "#6b7280"
 
 _PROLOG = re.compile(r"^\s*<\?xml[^>]*\?>\s*", re.S)
 _DOCTYPE = re.compile(r"<!DOCTYPE[^>]*>\s*", re.S)
@@ -80,6 +174,8 @@ _AUTO_IDS = re.compile(r'\s+id="(?:[A-Za-z][A-Za-z0-9.]*_\d+)"')
 _FONT_FAMILY = re.compile(r"\s*font-family:[^;\"]*;?")
 _COMMENTS = re.compile(r"<!--.*?-->", re.S)
 _NO_ROTATION = re.compile(r'\s+transform="rotate\(-?0 [^")]*\)"')
+_TIP_GROUP = re.compile(r'<g id="fe-tip-(\d+)-\d+">')
+_BREAK_AFTER = re.compile(r"(?<=[\s\-_/,])")
 
 
 def as_float(value: Any) -> float:
@@ -95,12 +191,6 @@ def as_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
-
-
-def plot_label(text: Any, limit: int = MAX_LABEL_CHARS) -> str:
-    """``text`` as a string shortened to ``limit`` characters (with an ellipsis)."""
-    s = str(text)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def clean_svg(svg: str) -> str:
@@ -119,8 +209,9 @@ def clean_svg(svg: str) -> str:
     return svg.strip()
 
 
-def _figure_svg(fig: Figure, salt: str) -> str:
-    """Render ``fig`` to a cleaned inline SVG string."""
+def _figure_svg(fig: Figure, salt: str, alt: str, tips: Sequence[str] = ()) -> str:
+    """Render ``fig`` to a cleaned inline SVG string labelled ``alt`` (``role="img"``); the
+    texts drawn with a tip id (:class:`_Tips`) get their full text as a ``<title>``."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         fig.savefig(
@@ -128,10 +219,16 @@ def _figure_svg(fig: Figure, salt: str) -> str:
             format="svg",
             metadata={"Creator": None, "Date": None, "Format": None, "Type": None},
         )
-    return clean_svg(buf.getvalue())
+    svg = clean_svg(buf.getvalue())
+    if tips:
+        svg = _TIP_GROUP.sub(
+            lambda m: f"<g><title>{html.escape(tips[int(m.group(1))], quote=False)}</title>", svg
+        )
+    label = html.escape(" ".join(alt.split()), quote=True)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
 
 
-# --------------------------------------------------------------------------- layout helpers
+# --------------------------------------------------------------------------- text fitting
 
 
 @functools.cache
@@ -160,6 +257,214 @@ def text_width(text: str, fontsize: float) -> float:
     return sum(_glyph_em(ch) for ch in text) * fontsize * PT
 
 
+def _width(text: str, fontsize: float = FONT) -> float:
+    """:func:`text_width` in units."""
+    return text_width(text, fontsize) / PT
+
+
+def _cut(text: str, fontsize: float, width: float) -> str:
+    """``text``, or its longest prefix that fits ``width`` units with "…" appended."""
+    if _width(text, fontsize) <= width:
+        return text
+    n = len(text)
+    while n > 1 and _width(text[:n].rstrip() + "…", fontsize) > width:
+        n -= 1
+    return text[:n].rstrip() + "…"
+
+
+def fit_lines(
+    text: Any, fontsize: float, width: float, max_lines: int = 2
+) -> tuple[list[str], bool]:
+    """``text`` as at most ``max_lines`` lines of at most ``width`` units: broken after
+    spaces, hyphens, underscores, slashes and commas (so ``"A × B"`` breaks after ``×``), the
+    last line cut with "…" when the rest does not fit. Returns the lines and whether they
+    show the whole text."""
+    s = " ".join(str(text).split())
+    if _width(s, fontsize) <= width:
+        return [s], True
+    rest = [t for t in _BREAK_AFTER.split(s) if t]
+    lines: list[str] = []
+    while len(lines) < max_lines - 1 and rest:
+        line, k = "", 0
+        while k < len(rest) and _width((line + rest[k]).rstrip(), fontsize) <= width:
+            line, k = line + rest[k], k + 1
+        if k == 0:  # the next word alone is too wide: it is cut on the last line
+            break
+        lines.append(line.rstrip())
+        rest = rest[k:]
+    last = "".join(rest).strip()
+    complete = True
+    if last:
+        shown = _cut(last, fontsize, width)
+        complete = shown == last
+        lines.append(shown)
+    return lines, complete
+
+
+@dataclass
+class _Tips:
+    """Full texts of cut labels, shown as ``<title>`` tooltips (see :func:`_figure_svg`)."""
+
+    texts: list[str] = field(default_factory=list)
+
+    def gid(self, full: str) -> str:
+        self.texts.append(" ".join(str(full).split()))
+        return f"fe-tip-{len(self.texts) - 1}"
+
+
+def _draw_lines(
+    tips: _Tips,
+    draw: Any,
+    lines: Sequence[str],
+    complete: bool,
+    full: Any,
+    fontsize: float,
+    *,
+    center: bool,
+) -> None:
+    """Draw ``lines`` one text each by calling ``draw(line, dy)`` (``dy``: units upwards from
+    the anchor; centred on it when ``center``, else downwards from it); cut lines carry the
+    full text as a tooltip."""
+    gid = None if complete else tips.gid(full)
+    step = LINE * fontsize
+    for j, line in enumerate(lines):
+        dy = ((len(lines) - 1) / 2 - j) * step if center else -j * step
+        artist = draw(line, dy)
+        if gid is not None:
+            artist.set_gid(f"{gid}-{j}")
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass
+class _Heading:
+    """A planned title (wrapped lines) and key (rows of ``(name, color, marker)`` items)."""
+
+    lines: list[str]
+    complete: bool
+    full: str
+    key_rows: list[list[tuple[str, str, str, float]]]
+    height: float
+
+
+SWATCH = 16.0
+"""Units of a key's swatch (a short line, with the series' marker in the middle)."""
+
+
+def _plan_heading(title: str, key: Sequence[tuple[str, str, str]] = ()) -> _Heading:
+    """The title wrapped to two lines across the full width and, under it, the key's items
+    (swatch + name) in left-aligned rows. ``height``: the top margin (units) they need."""
+    avail = FIGURE_WIDTH - 2 * EDGE
+    lines, complete = fit_lines(title, TITLE_FONT, avail)
+    height = 3 + len(lines) * LINE * TITLE_FONT
+    rows: list[list[tuple[str, str, str, float]]] = []
+    if key:
+        gap = 12.0
+        used = math.inf
+        for name, color, marker in key:
+            shown = _cut(" ".join(str(name).split()), FONT, avail - SWATCH - 4)
+            width = SWATCH + 4 + _width(shown)
+            if used + gap + width > avail:
+                rows.append([])
+                used = -gap
+            rows[-1].append((shown, color, marker, width))
+            used += gap + width
+        height += 2 + len(rows) * LINE * FONT
+    return _Heading(lines, complete, title, rows, height + 6)
+
+
+def _draw_heading(fig: Figure, head: _Heading, tips: _Tips) -> None:
+    """Draw a planned heading at the top of ``fig``."""
+    w, h = FIGURE_WIDTH, fig.get_size_inches()[1] / PT
+
+    def title_line(line: str, dy: float) -> Any:
+        return fig.text(
+            EDGE / w,
+            1 - (3 - dy) / h,
+            line,
+            fontsize=TITLE_FONT,
+            ha="left",
+            va="top",
+            color=LABEL_INK,
+            parse_math=False,
+        )
+
+    _draw_lines(tips, title_line, head.lines, head.complete, head.full, TITLE_FONT, center=False)
+    y = 3 + len(head.lines) * LINE * TITLE_FONT + 2
+    for row in head.key_rows:
+        x = EDGE
+        mid = y + 0.62 * FONT  # the middle of the text's x-height
+        for name, color, marker, width in row:
+            fig.add_artist(
+                Line2D(
+                    [x / w, (x + SWATCH / 2) / w, (x + SWATCH) / w],
+                    [1 - mid / h] * 3,
+                    color=color,
+                    linewidth=2.0,
+                    marker=marker or None,
+                    markevery=[1],
+                    markersize=4.5,
+                    solid_capstyle="butt",
+                )
+            )
+            fig.text(
+                (x + SWATCH + 4) / w,
+                1 - y / h,
+                name,
+                fontsize=FONT,
+                ha="left",
+                va="top",
+                color=LABEL_INK,
+                parse_math=False,
+            )
+            x += width + 12
+        y += LINE * FONT
+
+
+def _row_labels(labels: Sequence[Any]) -> tuple[list[tuple[list[str], bool]], float, int]:
+    """Each label fitted to :data:`LABEL_SHARE` of the width; the widest line (units) and the
+    most lines of any label."""
+    fitted = [fit_lines(t, FONT, LABEL_SHARE * FIGURE_WIDTH) for t in labels]
+    widest = max((_width(line) for lines, _ in fitted for line in lines), default=0.0)
+    most = max((len(lines) for lines, _ in fitted), default=1)
+    return fitted, widest, most
+
+
+def _row_pitch(label_lines: int, series: int = 1) -> float:
+    """Units per row: room for ``series`` marks and for the labels' lines."""
+    return max(ROW + SUB_ROW * (series - 1), label_lines * LINE * FONT + 5)
+
+
+def _draw_row_labels(
+    fig: Figure,
+    ax: Any,
+    ys: Sequence[float],
+    fitted: Sequence[tuple[list[str], bool]],
+    labels: Sequence[Any],
+    tips: _Tips,
+) -> None:
+    """Row labels right-aligned left of ``ax`` at data heights ``ys``, one text per line."""
+    base = ax.get_yaxis_transform()  # x: axes, y: data
+    for y, (lines, complete), full in zip(ys, fitted, labels, strict=True):
+
+        def row_line(line: str, dy: float, y: float = y) -> Any:
+            return ax.text(
+                0,
+                y,
+                line,
+                transform=_offset(fig, base, dx=-5, dy=dy),
+                ha="right",
+                va="center",
+                fontsize=FONT,
+                color=LABEL_INK,
+                clip_on=False,
+                parse_math=False,
+            )
+
+        _draw_lines(tips, row_line, lines, complete, full, FONT, center=True)
+
+
 def tick_values(lo: float, hi: float, nbins: int = 5) -> list[float]:
     """'Nice' tick positions inside ``[lo, hi]`` (matplotlib's :class:`MaxNLocator`)."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
@@ -175,48 +480,29 @@ def tick_text(value: float) -> str:
     return "0" if v == 0 else f"{v:g}".replace("-", "−")
 
 
+def fitting_ticks(
+    lo: float, hi: float, length: float, *, vertical: bool = False, most: int = 6
+) -> tuple[list[float], list[str]]:
+    """The most 'nice' ticks (at most ``most`` intervals) over ``[lo, hi]`` whose labels fit
+    an axis ``length`` units long: side by side with 12 units between them (x), or one line
+    apart plus 4 units (y)."""
+    values: list[float] = []
+    for nbins in range(most, 0, -1):
+        values = tick_values(lo, hi, nbins)
+        labels = [tick_text(v) for v in values]
+        if len(values) < 2:
+            return values, labels
+        spacing = (values[1] - values[0]) / (hi - lo) * length
+        need = (LINE * FONT + 4) if vertical else max(_width(t) for t in labels) + 12
+        if need <= spacing:
+            return values, labels
+    ends = [values[0], values[-1]] if values else []
+    return ends, [tick_text(v) for v in ends]
+
+
 def _offset(fig: Figure, transform: Any, dx: float = 0.0, dy: float = 0.0) -> Any:
-    """``transform`` shifted by (``dx``, ``dy``) points."""
+    """``transform`` shifted by (``dx``, ``dy``) units."""
     return transform + ScaledTranslation(dx * PT, dy * PT, fig.dpi_scale_trans)
-
-
-def _value_axis(
-    fig: Figure,
-    ax: Any,
-    which: str,
-    lo: float,
-    hi: float,
-    *,
-    fontsize: float = 7.5,
-    nbins: int = 5,
-    grid: bool = False,
-) -> float:
-    """A numeric axis on the bottom (``which="x"``) or left (``"y"``) of ``ax`` over
-    ``[lo, hi]``: limits fixed, tick marks as one marker line, optional grid lines as one
-    collection, one text per label. Returns the widest label's estimated width (inches)."""
-    values = tick_values(lo, hi, nbins)
-    labels = [tick_text(v) for v in values]
-    if which == "x":
-        ax.set_xlim(lo, hi)
-        ax.set_xticks([])
-        tr = ax.get_xaxis_transform()  # x: data, y: axes
-        if grid and values:
-            ax.vlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
-        ax.plot(values, [0.0] * len(values), transform=tr, marker=TICKDOWN, **_TICK_STYLE)
-        shifted = _offset(fig, tr, dy=-TICK_SPACE)
-        for v, text in zip(values, labels, strict=True):
-            ax.text(v, 0, text, transform=shifted, ha="center", va="top", **_tick_font(fontsize))
-    else:
-        ax.set_ylim(lo, hi)
-        ax.set_yticks([])
-        tr = ax.get_yaxis_transform()  # x: axes, y: data
-        if grid and values:
-            ax.hlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
-        ax.plot([0.0] * len(values), values, transform=tr, marker=TICKLEFT, **_TICK_STYLE)
-        shifted = _offset(fig, tr, dx=-TICK_SPACE)
-        for v, text in zip(values, labels, strict=True):
-            ax.text(0, v, text, transform=shifted, ha="right", va="center", **_tick_font(fontsize))
-    return max((text_width(t, fontsize) for t in labels), default=0.0)
 
 
 _TICK_STYLE: dict[str, Any] = {
@@ -228,116 +514,64 @@ _TICK_STYLE: dict[str, Any] = {
 }
 
 
-def _tick_font(fontsize: float) -> dict[str, Any]:
-    return {"fontsize": fontsize, "color": INK, "clip_on": False, "parse_math": False}
+def _tick_font() -> dict[str, Any]:
+    return {"fontsize": FONT, "color": INK, "clip_on": False, "parse_math": False}
 
 
-def _category_labels(
-    fig: Figure, ax: Any, positions: Sequence[float], labels: Sequence[str], fontsize: float = 8
-) -> float:
-    """Row labels left of ``ax`` at data heights ``positions``; returns the widest label's
-    estimated width (inches)."""
-    ax.set_yticks([])
-    shifted = _offset(fig, ax.get_yaxis_transform(), dx=-4)
-    for y, text in zip(positions, labels, strict=True):
-        ax.text(
-            0,
-            y,
-            text,
-            transform=shifted,
-            ha="right",
-            va="center",
-            fontsize=fontsize,
-            color=LABEL_INK,
-            clip_on=False,
-            parse_math=False,
-        )
-    return max((text_width(t, fontsize) for t in labels), default=0.0)
-
-
-def _place(
+def _draw_axis(
     fig: Figure,
     ax: Any,
+    which: str,
+    lo: float,
+    hi: float,
+    ticks: tuple[list[float], list[str]],
     *,
-    left: float,
-    bottom: float,
-    top: float,
-    right: float = 0.16,
+    grid: bool = False,
 ) -> None:
-    """Set the axes' margins in inches (the cheap replacement of ``tight_layout``)."""
-    w, h = fig.get_size_inches()
-    left = min(left, 0.5 * w)
-    ax.set_position(
-        [left / w, bottom / h, max(w - left - right, 0.1 * w) / w, max(h - top - bottom, 0.1) / h]
-    )
+    """A numeric axis on the bottom (``which="x"``) or left (``"y"``) of ``ax`` over
+    ``[lo, hi]``: limits fixed, tick marks as one marker line, optional grid lines as one
+    collection, one text per label."""
+    values, labels = ticks
+    if which == "x":
+        ax.set_xlim(lo, hi)
+        tr = ax.get_xaxis_transform()  # x: data, y: axes
+        if grid and values:
+            ax.vlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
+        ax.plot(values, [0.0] * len(values), transform=tr, marker=TICKDOWN, **_TICK_STYLE)
+        shifted = _offset(fig, tr, dy=-TICK_SPACE)
+        for v, text in zip(values, labels, strict=True):
+            ax.text(v, 0, text, transform=shifted, ha="center", va="top", **_tick_font())
+    else:
+        ax.set_ylim(lo, hi)
+        tr = ax.get_yaxis_transform()  # x: axes, y: data
+        if grid and values:
+            ax.hlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
+        ax.plot([0.0] * len(values), values, transform=tr, marker=TICKLEFT, **_TICK_STYLE)
+        shifted = _offset(fig, tr, dx=-TICK_SPACE)
+        for v, text in zip(values, labels, strict=True):
+            ax.text(0, v, text, transform=shifted, ha="right", va="center", **_tick_font())
 
 
-def _heading(
-    fig: Figure, title: str, fontsize: float, key: Sequence[tuple[str, str]] = ()
-) -> float:
-    """The figure's title, left-aligned across the full width, and its key: ``"— name"``
-    lines in each series' colour, right-aligned on the title's line when they fit beside it,
-    else on lines of their own below it (outside the axes, so they never cover data; far
-    cheaper than :meth:`Axes.legend`). Returns the top margin (inches) they need."""
-    w, h = fig.get_size_inches()
-    edge = 4 * PT
-    fig.text(
-        edge / w,
-        1 - 3 * PT / h,
-        title,
-        fontsize=fontsize,
-        ha="left",
-        va="top",
-        color=LABEL_INK,
-        parse_math=False,
-    )
-    line = 1.25 * fontsize * PT
-    top = 3 * PT + line
-    key_fs = 7.0
-    gap = 9 * PT
-    items = [(f"— {name}", color, text_width(f"— {name}", key_fs)) for name, color in key]
-    total = sum(width for _, _, width in items) + gap * max(len(items) - 1, 0)
-    if items:
-        rows: list[list[tuple[str, str, float]]] = []
-        if text_width(title, fontsize) + gap + total <= w - 2 * edge:
-            rows, y = [items], 3 * PT + 0.1 * fontsize * PT  # beside the title
-        else:
-            y = top + 2 * PT
-            for item in items:  # greedy wrap, right-aligned lines
-                used = sum(x[2] for x in rows[-1]) + gap * len(rows[-1]) if rows else math.inf
-                if used + item[2] > w - 2 * edge:
-                    rows.append([])
-                rows[-1].append(item)
-            top = y + len(rows) * 1.25 * key_fs * PT
-        for r, row in enumerate(rows):
-            x = w - edge
-            for text, color, width in reversed(row):
-                fig.text(
-                    x / w,
-                    1 - (y + r * 1.25 * key_fs * PT) / h,
-                    text,
-                    fontsize=key_fs,
-                    ha="right",
-                    va="top",
-                    color=color,
-                    parse_math=False,
-                )
-                x -= width + gap
-    return top + 6 * PT
+def _x_overhang(ticks: tuple[list[float], list[str]]) -> tuple[float, float]:
+    """Units the first and last x tick labels reach beyond their ticks (half their widths)."""
+    labels = ticks[1]
+    if not labels:
+        return 0.0, 0.0
+    return _width(labels[0]) / 2, _width(labels[-1]) / 2
 
 
-def _bottom(fontsize: float, xlabel: bool = False) -> float:
-    """Bottom margin (inches) for x tick labels at ``fontsize`` (and an axis label)."""
-    space = TICK_SPACE + 1.25 * fontsize + 3
+def _bottom(xlabel: bool = False) -> float:
+    """Bottom margin (units) for x tick labels (and an axis label)."""
+    space = TICK_SPACE + LINE * FONT + 3
     if xlabel:
-        space += 1.25 * fontsize + 4
-    return space * PT
+        space += LINE * FONT + 3
+    return space
 
 
-def _blank_figure(width: float, height: float) -> tuple[Figure, Any]:
-    """A transparent figure with one transparent, tick-less axes showing only its bottom
-    spine (no pyplot; 72 dpi)."""
-    fig = Figure(figsize=(width, height), dpi=72)
+def _new_figure(height: float) -> tuple[Figure, Any]:
+    """A transparent :data:`FIGURE_WIDTH` × ``height``-unit figure with one transparent,
+    tick-less axes showing only its bottom spine (no pyplot; 72 dpi)."""
+    fig = Figure(figsize=(FIGURE_WIDTH * PT, height * PT), dpi=72)
     fig.patch.set_alpha(0.0)
     ax = fig.add_subplot()
     ax.set_facecolor("none")
@@ -347,6 +581,16 @@ def _blank_figure(width: float, height: float) -> tuple[Figure, Any]:
         ax.spines[side].set_visible(False)
     ax.spines["bottom"].set_color(AXIS_COLOR)
     return fig, ax
+
+
+def _place(fig: Figure, ax: Any, *, left: float, bottom: float, top: float, right: float) -> None:
+    """Set the axes' margins in units (the cheap replacement of ``tight_layout``)."""
+    w = FIGURE_WIDTH
+    h = fig.get_size_inches()[1] / PT
+    left = min(left, 0.6 * w)
+    ax.set_position(
+        [left / w, bottom / h, max(w - left - right, 0.1 * w) / w, max(h - top - bottom, 1) / h]
+    )
 
 
 def largest_groups(groups: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
@@ -371,10 +615,32 @@ def _span(values: Sequence[float], pad: float = 0.08, minimum: float = 1e-9) -> 
     return lo - margin, hi + margin
 
 
+def _number(value: float) -> str:
+    """A value for alt text: three significant digits."""
+    return f"{value:.3g}" if math.isfinite(value) else "undefined"
+
+
+def _series_color(s: dict[str, Any], j: int) -> str:
+    """A series' colour: its own, else the ``j``-th of :data:`SERIES_COLORS`."""
+    return str(s.get("color") or SERIES_COLORS[j % len(SERIES_COLORS)])
+
+
+def _x_layout(
+    lo: float, hi: float, left: float, right: float = 8.0
+) -> tuple[tuple[list[float], list[str]], float, float]:
+    """Ticks fitting an x axis between margins ``left`` and ``right`` (units), and the margins
+    widened so the end labels stay inside the figure."""
+    ticks = fitting_ticks(lo, hi, FIGURE_WIDTH - left - max(right, 16.0))
+    first, last = _x_overhang(ticks)
+    return ticks, max(left, first + 2), max(right, last + 2)
+
+
 # --------------------------------------------------------------------------- figures
 
 
-def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
+def group_rates_svg(
+    attr: str, groups: list[dict[str, Any]], rate: str, *, alt: str | None = None
+) -> str:
     """A dot plot of one rate per group of ``attr``, with its interval as an error bar.
 
     ``groups``: one dict per group in the JSON form of group parity's
@@ -382,12 +648,14 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
     may be the strings ``"NaN"``/``"Infinity"``); ``rate`` is ``positive_rate``,
     ``tpr`` or ``fpr``. Undefined estimates are marked "undefined" instead of drawn; an
     undefined interval draws the point alone. At most :data:`MAX_PLOT_GROUPS` (the largest)
-    groups are drawn. Returns an ``<svg>`` element without XML prolog or DOCTYPE.
+    groups are drawn. ``alt`` replaces the generated alt text. Returns an ``<svg>`` element
+    without XML prolog or DOCTYPE.
     """
     shown = largest_groups(groups, MAX_PLOT_GROUPS)
     n = len(shown)
-    color = RATE_COLORS.get(rate, "#444444")
-    title = RATE_LABELS.get(rate, rate)
+    color = RATE_COLORS.get(rate, SERIES_COLORS[0])
+    name = RATE_LABELS.get(rate, rate)
+    tips = _Tips()
 
     est: list[float] = []
     low: list[float] = []
@@ -414,7 +682,16 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
     else:
         x0, x1 = 0.0, 1.0
 
-    fig, ax = _blank_figure(3.6, 0.75 + 0.26 * max(n, 1))
+    names = [g.get("group", "") for g in shown]
+    fitted, label_w, label_lines = _row_labels(names)
+    pitch = _row_pitch(label_lines)
+    suffix = f" (largest {n} of {len(groups)} groups)" if n < len(groups) else ""
+    title = f"{name} by {attr}{suffix}"
+    head = _plan_heading(title)
+    ticks, left, right = _x_layout(x0, x1, label_w + 10)
+    bottom = _bottom()
+    fig, ax = _new_figure(head.height + pitch * max(n, 1) + bottom)
+
     ys = list(range(n))[::-1]  # first group on top
     drawn = [i for i in range(n) if math.isfinite(est[i])]
     if drawn:
@@ -440,18 +717,30 @@ def group_rates_svg(attr: str, groups: list[dict[str, Any]], rate: str) -> str:
                 "undefined",
                 va="center",
                 ha="left",
-                fontsize=8,
+                fontsize=FONT,
                 fontstyle="italic",
                 color=MUTED,
                 parse_math=False,
             )
-    ax.set_ylim(-0.7, n - 0.3 if n else 0.7)
-    _value_axis(fig, ax, "x", x0, x1, grid=True)
-    label_w = _category_labels(fig, ax, ys, [plot_label(g.get("group", "")) for g in shown])
-    suffix = f" (largest {n} of {len(groups)} groups)" if n < len(groups) else ""
-    top = _heading(fig, f"{title} by {plot_label(attr, 30)}{suffix}", 9)
-    _place(fig, ax, left=label_w + 8 * PT, bottom=_bottom(7.5), top=top)
-    return _figure_svg(fig, salt=f"fairengine-{attr}-{rate}")
+    ax.set_ylim(-0.5, max(n, 1) - 0.5)
+    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    _draw_row_labels(fig, ax, ys, fitted, names, tips)
+    _draw_heading(fig, head, tips)
+    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        alt = f"Dot plot: {name[:1].lower()}{name[1:]} by {attr} for {n} groups"
+        alt += f" (the largest of {len(groups)})" if suffix else ""
+        alt += ", each with its interval"
+        if drawn:
+            lo_i = min(drawn, key=lambda i: est[i])
+            hi_i = max(drawn, key=lambda i: est[i])
+            alt += f"; lowest {names[lo_i]} {_number(est[lo_i])}"
+            alt += f", highest {names[hi_i]} {_number(est[hi_i])}"
+        if len(drawn) < n:
+            alt += f"; undefined for {n - len(drawn)} groups"
+        alt += "."
+    return _figure_svg(fig, f"fairengine-{attr}-{rate}", alt, tips.texts)
 
 
 def interval_forest_svg(
@@ -461,16 +750,22 @@ def interval_forest_svg(
     *,
     reference: float | None = None,
     salt: str = "forest",
+    alt: str | None = None,
+    rows: str = "rows",
 ) -> str:
     """A forest plot: one row per label, one interval (and point) per series on each row.
 
     ``series`` items: ``{"name", "color", "estimate": [...], "low": [...], "high": [...]}``
-    (lists aligned with ``labels``; ``estimate`` may be omitted for an interval alone).
-    Non-finite values are skipped. ``reference`` draws a vertical line (e.g. a target).
-    Several series on a row are offset vertically, with a key. Returns an inline ``<svg>``.
+    (lists aligned with ``labels``; ``estimate`` may be omitted for an interval alone;
+    ``color`` defaults to :data:`SERIES_COLORS` in order). Non-finite values are skipped.
+    ``reference`` draws a vertical line (e.g. a target). Several series on a row are offset
+    vertically, with a key under the title. ``rows`` names what the rows are in the alt text
+    (``"groups"``, ``"metrics"``…). Returns an inline ``<svg>``.
     """
     n = len(labels)
     k = max(len(series), 1)
+    tips = _Tips()
+    colors = [_series_color(s, j) for j, s in enumerate(series)]
     values = [
         v
         for s in series
@@ -480,8 +775,18 @@ def interval_forest_svg(
     if reference is not None:
         values.append(reference)
     x0, x1 = _span(values, minimum=1e-6)
-    fig, ax = _blank_figure(5.4, 0.9 + 0.32 * max(n, 1) * (1 + 0.35 * (k - 1)))
-    step = 0.6 / k
+    fitted, label_w, label_lines = _row_labels(labels)
+    pitch = _row_pitch(label_lines, k)
+    key = [  # the swatch draws a point only for a series that has estimates
+        (str(s["name"]), c, "o" if s.get("estimate") else "")
+        for s, c in zip(series, colors, strict=True)
+    ]
+    head = _plan_heading(title, key if len(series) > 1 else ())
+    ticks, left, right = _x_layout(x0, x1, label_w + 10)
+    bottom = _bottom()
+    fig, ax = _new_figure(head.height + pitch * max(n, 1) + bottom)
+
+    step = SUB_ROW / pitch  # data units between two series on a row
     for j, s in enumerate(series):
         offset = (j - (k - 1) / 2) * step
         est = [as_float(x) for x in s.get("estimate") or [math.nan] * n]
@@ -494,7 +799,7 @@ def interval_forest_svg(
                 [ys[i] for i in spans],
                 [low[i] for i in spans],
                 [high[i] for i in spans],
-                color=s["color"],
+                color=colors[j],
                 linewidth=2.0,
             )
         points = [i for i in range(n) if math.isfinite(est[i])]
@@ -503,18 +808,25 @@ def interval_forest_svg(
                 [est[i] for i in points],
                 [ys[i] for i in points],
                 "o",
-                color=s["color"],
+                color=colors[j],
                 markersize=4.5,
             )
     if reference is not None:
         ax.axvline(reference, color=MUTED, linestyle="--", linewidth=1)
-    ax.set_ylim(-0.7, n - 0.3 if n else 0.7)
-    _value_axis(fig, ax, "x", x0, x1, nbins=6, grid=True)
-    label_w = _category_labels(fig, ax, list(range(n))[::-1], [plot_label(x, 30) for x in labels])
-    key = [(str(s["name"]), s["color"]) for s in series] if len(series) > 1 else []
-    top = _heading(fig, plot_label(title, 70), 9, key)
-    _place(fig, ax, left=label_w + 8 * PT, bottom=_bottom(7.5), top=top)
-    return _figure_svg(fig, salt=f"fairengine-{salt}")
+    ax.set_ylim(-0.5, max(n, 1) - 0.5)
+    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    _draw_row_labels(fig, ax, list(range(n))[::-1], fitted, labels, tips)
+    _draw_heading(fig, head, tips)
+    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        alt = f"{title}. Interval plot, {n} {rows}"
+        if len(series) > 1:
+            alt += ", " + " and ".join(str(s["name"]) for s in series) + " on each"
+        if reference is not None:
+            alt += f"; dashed reference line at {_number(reference)}"
+        alt += "."
+    return _figure_svg(fig, f"fairengine-{salt}", alt, tips.texts)
 
 
 def null_histogram_svg(
@@ -523,44 +835,67 @@ def null_histogram_svg(
     counts: list[Any],
     observed: Any,
     marker_label: str = "observed",
+    *,
+    alt: str | None = None,
+    values: str = "values",
 ) -> str:
     """A histogram (e.g. a permutation distribution) with one value marked (the observed
     statistic, a tolerance δ, …) and labelled ``marker_label``.
 
     ``edges`` has one more entry than ``counts``. A marked value outside the histogram's range
-    is drawn at the nearer edge with an arrow and its value, so it is never lost.
+    is drawn at the nearer edge with an arrow and its value, so it is never lost. ``values``
+    names what is counted in the alt text (``"permuted statistics"``…).
     """
     e = [as_float(x) for x in edges]
     c = [as_float(x) for x in counts]
     obs = as_float(observed)
-    fig, ax = _blank_figure(3.6, 1.9)
+    tips = _Tips()
+    head = _plan_heading(title)
+    bottom = _bottom()
+    plot_h = 110.0
+    fig, ax = _new_figure(head.height + plot_h + bottom)
     x0, x1 = 0.0, 1.0
+    inside = True
     if len(e) == len(c) + 1 and c:
-        ax.stairs(c, e, fill=True, color="#9db4cc", linewidth=0)
-        ax.stairs(c, e, color="#2f5d8a", linewidth=0.6)
+        ax.stairs(c, e, fill=True, color=SERIES_COLORS[0], alpha=0.3, linewidth=0)
+        ax.stairs(c, e, color=SERIES_COLORS[0], linewidth=0.8)
         lo, hi = e[0], e[-1]
         x0, x1 = _span([lo, hi], pad=0.02)
         peak = max((v for v in c if math.isfinite(v)), default=0.0)
-        ax.set_ylim(0, 1.05 * peak if peak > 0 else 1)
+        top = 1.3 * peak if peak > 0 else 1.0
+        ax.set_ylim(0, top)
         if math.isfinite(obs):
-            inside = lo <= obs <= hi
+            tol = 1e-6 * max(abs(lo), abs(hi), 1.0)  # edges are stored to 6 decimals
+            inside = lo - tol <= obs <= hi + tol
             x = obs if inside else (hi if obs > hi else lo)
-            ax.axvline(x, color="#a4502a", linewidth=1.6)
+            ax.axvline(x, color=OKABE_ITO["black"], linewidth=1.6)
             arrow = "" if inside else (" →" if obs > hi else " ←")
+            right_half = x >= (lo + hi) / 2
             ax.text(
                 x,
-                peak * 0.95 if peak > 0 else 1,
-                f"{marker_label} {obs:.3g}{arrow}",
-                color="#a4502a",
-                fontsize=7.5,
-                ha="right" if x >= (lo + hi) / 2 else "left",
+                top,
+                f"{marker_label} {tick_text(float(f'{obs:.3g}'))}{arrow}",
+                transform=_offset(fig, ax.transData, dx=-3 if right_half else 3, dy=-2),
+                color=OKABE_ITO["black"],
+                fontsize=FONT,
+                ha="right" if right_half else "left",
                 va="top",
                 parse_math=False,
             )
-    _value_axis(fig, ax, "x", x0, x1, fontsize=7)
-    top = _heading(fig, plot_label(title, 60), 8.5)
-    _place(fig, ax, left=0.2, bottom=_bottom(7), top=top, right=0.2)
-    return _figure_svg(fig, salt=f"fairengine-null-{title}")
+    ticks, left, right = _x_layout(x0, x1, 10.0, 10.0)
+    _draw_axis(fig, ax, "x", x0, x1, ticks)
+    _draw_heading(fig, head, tips)
+    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        alt = f"{title}. Histogram"
+        if len(e) == len(c) + 1 and c:
+            total = sum(v for v in c if math.isfinite(v))
+            alt += f" of {total:,.0f} {values} from {_number(e[0])} to {_number(e[-1])}"
+        alt += f"; {marker_label} {_number(obs)}"
+        alt += "" if inside else " (outside the histogram's range)"
+        alt += "."
+    return _figure_svg(fig, f"fairengine-null-{title}", alt, tips.texts)
 
 
 def curve_svg(
@@ -571,70 +906,131 @@ def curve_svg(
     xlabel: str = "",
     hline: float | None = None,
     hline_label: str = "",
+    alt: str | None = None,
 ) -> str:
-    """Lines over a common x (``series`` items: ``{"name", "color", "values"}``), with an
-    optional horizontal reference line (e.g. the tolerance δ)."""
+    """Lines over a common x (``series`` items: ``{"name", "color", "values"}``; ``color``
+    defaults to :data:`SERIES_COLORS` in order), each named at its end, with an optional
+    horizontal reference line (e.g. the tolerance δ)."""
     xs = [as_float(v) for v in x]
-    fig, ax = _blank_figure(4.2, 2.2)
-    ys: list[float] = []
-    for s in series:
-        values = [as_float(v) for v in s["values"]]
-        ys += values
-        ax.plot(xs, values, color=s["color"], linewidth=1.6, marker="o", markersize=2.5)
+    tips = _Tips()
+    colors = [_series_color(s, j) for j, s in enumerate(series)]
+    lines = [[as_float(v) for v in s["values"]] for s in series]
+    ys = [v for values in lines for v in values]
     if hline is not None:
         ys.append(hline)
+    y0, y1 = _span(ys)
+    plot_h = 130.0
+    yticks = fitting_ticks(y0, y1, plot_h, vertical=True, most=4)
+    label_w = max((_width(t) for t in yticks[1]), default=0.0)
+    ends: list[tuple[float, str, bool, str]] = []  # (height in units, shown, complete, name)
+    for s, values in zip(series, lines, strict=True):
+        last = [v for v in values if math.isfinite(v)]
+        if last:
+            name = str(s["name"])
+            fitted, complete = fit_lines(name, FONT, 0.3 * FIGURE_WIDTH, max_lines=1)
+            ends.append(((last[-1] - y0) / (y1 - y0) * plot_h, fitted[0], complete, name))
+    ends.sort()
+    for i in range(1, len(ends)):  # keep end labels a line apart
+        if ends[i][0] < ends[i - 1][0] + LINE * FONT:
+            ends[i] = (ends[i - 1][0] + LINE * FONT, *ends[i][1:])
+    end_w = max((_width(shown) for _, shown, _, _ in ends), default=0.0)
+    head = _plan_heading(title)
+    bottom = _bottom(bool(xlabel))
+    x0, x1 = _span(xs, pad=0.04)
+    ticks, left, right = _x_layout(x0, x1, label_w + TICK_SPACE + 4, end_w + 8)
+    fig, ax = _new_figure(head.height + plot_h + bottom)
+
+    for values, color in zip(lines, colors, strict=True):
+        ax.plot(xs, values, color=color, linewidth=1.6, marker="o", markersize=2.5)
+    if hline is not None:
         ax.axhline(hline, color=MUTED, linestyle="--", linewidth=1)
         if hline_label:
             ax.text(
-                xs[0] if xs else 0,
+                0,
                 hline,
-                f" {hline_label}",
-                fontsize=7,
+                hline_label,
+                transform=_offset(fig, ax.get_yaxis_transform(), dx=4, dy=1),
+                fontsize=FONT,
                 va="bottom",
                 color=MUTED,
                 parse_math=False,
             )
     ax.spines["left"].set_visible(True)
     ax.spines["left"].set_color(AXIS_COLOR)
-    _value_axis(fig, ax, "x", *_span(xs, pad=0.04), fontsize=7, grid=True)
-    label_w = _value_axis(fig, ax, "y", *_span(ys), fontsize=7, nbins=4, grid=True)
+    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    _draw_axis(fig, ax, "y", y0, y1, yticks, grid=True)
+    for height, shown, complete, name in ends:
+
+        def end_label(line: str, dy: float, height: float = height) -> Any:
+            return ax.text(
+                1,
+                height / plot_h,
+                line,
+                transform=_offset(fig, ax.transAxes, dx=5, dy=dy),
+                ha="left",
+                va="center",
+                fontsize=FONT,
+                color=LABEL_INK,
+                clip_on=False,
+                parse_math=False,
+            )
+
+        _draw_lines(tips, end_label, [shown], complete, name, FONT, center=True)
     if xlabel:
         ax.text(
             0.5,
             0,
             xlabel,
-            transform=_offset(fig, ax.transAxes, dy=-(TICK_SPACE + 1.25 * 7 + 3)),
+            transform=_offset(fig, ax.transAxes, dy=-(TICK_SPACE + LINE * FONT + 3)),
             ha="center",
             va="top",
-            fontsize=7.5,
+            fontsize=FONT,
             color=INK,
             parse_math=False,
         )
-    key = [(str(s["name"]), s["color"]) for s in series] if len(series) > 1 else []
-    top = _heading(fig, plot_label(title, 60), 8.5, key)
-    left = label_w + (TICK_SPACE + 4) * PT
-    _place(fig, ax, left=left, bottom=_bottom(7, bool(xlabel)), top=top, right=0.2)
-    return _figure_svg(fig, salt=f"fairengine-curve-{title}")
+    _draw_heading(fig, head, tips)
+    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        names = " and ".join(str(s["name"]) for s in series)
+        alt = f"{title}. Line chart of {names} over {xlabel or 'x'} ({len(xs)} points)"
+        if hline is not None:
+            alt += f"; dashed line at {hline_label or 'reference'} {_number(hline)}"
+        alt += "."
+    return _figure_svg(fig, f"fairengine-curve-{title}", alt, tips.texts)
 
 
-def marginal_overlay_svg(title: str, edges: list[Any], series: list[dict[str, Any]]) -> str:
+def marginal_overlay_svg(
+    title: str, edges: list[Any], series: list[dict[str, Any]], *, alt: str | None = None
+) -> str:
     """Binned marginal distributions drawn as normalised step lines on shared bins
-    (``series`` items: ``{"name", "color", "counts"}``), e.g. a group versus its flipset."""
+    (``series`` items: ``{"name", "color", "counts"}``; ``color`` defaults to
+    :data:`SERIES_COLORS` in order), e.g. a group versus its flipset."""
     e = [as_float(x) for x in edges]
-    fig, ax = _blank_figure(3.4, 1.9)
-    key = []
-    peak = 0.0
-    for s in series:
+    tips = _Tips()
+    drawn: list[tuple[list[float], str, str]] = []
+    for j, s in enumerate(series):
         c = [as_float(x) for x in s["counts"]]
         total = sum(x for x in c if math.isfinite(x))
         if total <= 0 or len(e) != len(c) + 1:
             continue
-        share = [x / total for x in c]
+        drawn.append(([x / total for x in c], _series_color(s, j), f"{s['name']} (n={total:,.0f})"))
+    head = _plan_heading(title, [(name, color, "") for _, color, name in drawn])
+    bottom = _bottom()
+    plot_h = 110.0
+    x0, x1 = _span(e, pad=0.0)
+    ticks, left, right = _x_layout(x0, x1, 10.0, 10.0)
+    fig, ax = _new_figure(head.height + plot_h + bottom)
+    peak = 0.0
+    for share, color, _ in drawn:
         peak = max(peak, *(v for v in share if math.isfinite(v)))
-        ax.stairs(share, e, color=s["color"], linewidth=1.6)
-        key.append((f"{s['name']} (n={total:,.0f})", s["color"]))
+        ax.stairs(share, e, color=color, linewidth=1.6)
     ax.set_ylim(0, 1.05 * peak if peak > 0 else 1)
-    _value_axis(fig, ax, "x", *_span(e, pad=0.0), fontsize=7)
-    top = _heading(fig, plot_label(title, 50), 8.5, key)
-    _place(fig, ax, left=0.2, bottom=_bottom(7), top=top, right=0.2)
-    return _figure_svg(fig, salt=f"fairengine-marginal-{title}")
+    _draw_axis(fig, ax, "x", x0, x1, ticks)
+    _draw_heading(fig, head, tips)
+    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        names = ", ".join(name for _, _, name in drawn) or "no data"
+        alt = f"{title}. Normalised histograms over {max(len(e) - 1, 0)} shared bins: {names}."
+    return _figure_svg(fig, f"fairengine-marginal-{title}", alt, tips.texts)

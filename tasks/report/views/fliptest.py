@@ -18,6 +18,7 @@ from tasks.report.format import (
     with_interval,
 )
 from tasks.report.plots import (
+    SERIES_COLORS,
     interval_forest_svg,
     marginal_overlay_svg,
 )
@@ -86,7 +87,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                     [
                         {
                             "name": "mean difference",
-                            "color": "#2f5d8a",
+                            "color": SERIES_COLORS[0],
                             "estimate": [f.mean_difference for f in feats],
                             "low": [f.mean_difference_ci[0] for f in feats],
                             "high": [f.mean_difference_ci[1] for f in feats],
@@ -94,6 +95,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                     ],
                     reference=0.0,
                     salt=slug("ft", len(directions), kind),
+                    rows="features",
                 )
                 reports.append(
                     {
@@ -111,9 +113,21 @@ def view(result: MethodResult) -> dict[str, Any]:
                             f"{feature}: {dr.source} vs its flipsets",
                             list(h.edges),
                             [
-                                {"name": dr.source, "color": "#7b8494", "counts": list(h.group)},
-                                {"name": "F+", "color": "#a4502a", "counts": list(h.positive)},
-                                {"name": "F−", "color": "#1f7a5a", "counts": list(h.negative)},
+                                {
+                                    "name": dr.source,
+                                    "color": SERIES_COLORS[2],
+                                    "counts": list(h.group),
+                                },
+                                {
+                                    "name": "F+",
+                                    "color": SERIES_COLORS[0],
+                                    "counts": list(h.positive),
+                                },
+                                {
+                                    "name": "F−",
+                                    "color": SERIES_COLORS[1],
+                                    "counts": list(h.negative),
+                                },
                             ],
                         )
                     )

@@ -28,6 +28,7 @@ from tasks.report.format import (
 )
 from tasks.report.plots import (
     MAX_PLOT_GROUPS,
+    SERIES_COLORS,
     interval_forest_svg,
     largest_groups,
 )
@@ -61,8 +62,8 @@ def base_vs_positive_svg(name: str, groups: tuple[MetricsGroup, ...], salt: str)
     shown = [groups[s["index"]] for s in largest_groups(sizes, MAX_PLOT_GROUPS)]
     suffix = f" (largest {len(shown)} of {len(groups)})" if len(shown) < len(groups) else ""
     series = [
-        _series("base rate (labels)", "#a4502a", [g.base_rate for g in shown]),
-        _series("positive rate (predictions)", "#2f5d8a", [g.positive_rate for g in shown]),
+        _series("base rate (labels)", SERIES_COLORS[1], [g.base_rate for g in shown]),
+        _series("positive rate (predictions)", SERIES_COLORS[0], [g.positive_rate for g in shown]),
     ]
     return Markup(
         interval_forest_svg(
@@ -70,6 +71,7 @@ def base_vs_positive_svg(name: str, groups: tuple[MetricsGroup, ...], salt: str)
             [g.group for g in shown],
             series,
             salt=salt,
+            rows="groups",
         )
     )
 

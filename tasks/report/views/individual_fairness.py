@@ -18,6 +18,7 @@ from tasks.report.format import (
     fmt_value,
 )
 from tasks.report.plots import (
+    SERIES_COLORS,
     curve_svg,
     null_histogram_svg,
 )
@@ -55,7 +56,12 @@ def view(result: MethodResult) -> dict[str, Any]:
                 "caption": "Per-point loss ratios after the attack; the line marks δ.",
                 "svg": Markup(
                     null_histogram_svg(
-                        "Per-point loss ratio", list(h.edges), list(h.counts), delta, "δ"
+                        "Per-point loss ratio",
+                        list(h.edges),
+                        list(h.counts),
+                        delta,
+                        "δ",
+                        values="audited points' loss ratios",
                     )
                 ),
             }
@@ -73,12 +79,12 @@ def view(result: MethodResult) -> dict[str, Any]:
                         [
                             {
                                 "name": "mean ratio",
-                                "color": "#2f5d8a",
+                                "color": SERIES_COLORS[0],
                                 "values": [p.statistic for p in path],
                             },
                             {
                                 "name": "lower bound",
-                                "color": "#a4502a",
+                                "color": SERIES_COLORS[1],
                                 "values": [p.lower_bound for p in path],
                             },
                         ],

@@ -22,6 +22,7 @@ from tasks.report.format import (
 )
 from tasks.report.plots import (
     MAX_PLOT_GROUPS,
+    SERIES_COLORS,
     interval_forest_svg,
     largest_groups,
 )
@@ -97,14 +98,15 @@ def view(result: MethodResult) -> dict[str, Any]:
             [
                 {
                     "name": "bootstrap",
-                    "color": "#2f5d8a",
+                    "color": SERIES_COLORS[0],
                     "estimate": est,
                     "low": b_lo,
                     "high": b_hi,
                 },
-                {"name": "Bayesian", "color": "#a4502a", "low": y_lo, "high": y_hi},
+                {"name": "Bayesian", "color": SERIES_COLORS[1], "low": y_lo, "high": y_hi},
             ],
             salt=f"df-{gi}",
+            rows="metrics",
         )
         blocks.append(
             {
@@ -144,7 +146,7 @@ DF_RATE_LABELS: dict[str, str] = {
     "tpr": "TPR",
     "fpr": "FPR",
 }
-DF_RATE_COLORS: dict[str, str] = {"selection_rate": "#2f5d8a", "base_rate": "#a4502a"}
+DF_RATE_COLORS: dict[str, str] = {"selection_rate": SERIES_COLORS[0], "base_rate": SERIES_COLORS[1]}
 
 
 def _rate_columns(tab: GroupingRates) -> dict[str, RateColumns]:
@@ -207,6 +209,7 @@ def intersection_rates_view(details: IntersectionalDetails) -> dict[str, Any] | 
                     for k in plotted
                 ],
                 salt=slug("df-rates", grouping),
+                rows="intersections",
             )
         )
     return {

@@ -25,7 +25,7 @@ from tasks.report.format import (
     fmt_rate,
     fmt_seconds,
 )
-from tasks.report.plots import interval_forest_svg
+from tasks.report.plots import SERIES_COLORS, interval_forest_svg
 
 METHOD = "mitigation"
 DETAILS = DeployedMitigation
@@ -136,7 +136,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                 [
                     {
                         "name": f"posterior {level}",
-                        "color": "#2f5d8a",
+                        "color": SERIES_COLORS[0],
                         "estimate": est,
                         "low": lo,
                         "high": hi,
@@ -144,6 +144,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                 ],
                 reference=target,
                 salt="mitigation",
+                rows="models (the audited one and each variant)",
             )
         )
     rows_i = d.intersections or ()

@@ -79,7 +79,15 @@ def view(result: MethodResult) -> dict[str, Any]:
         plots.append(
             {
                 "title": title,
-                "svg": Markup(null_histogram_svg(title, list(h.edges), list(h.counts), h.observed)),
+                "svg": Markup(
+                    null_histogram_svg(
+                        title,
+                        list(h.edges),
+                        list(h.counts),
+                        h.observed,
+                        values="permuted statistics",
+                    )
+                ),
             }
         )
     skipped = [short_json(dataclasses.asdict(x), 200) for x in details.skipped]
