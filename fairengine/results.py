@@ -13,8 +13,10 @@ reverses that.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -303,7 +305,14 @@ def register_details(method: str, details: type[MethodDetails]) -> None:
 
 
 def details_type(method: str) -> type[MethodDetails] | None:
-    """The details type registered for ``method`` (None: read as :class:`UnknownDetails`)."""
+    """The details type registered for ``method`` (None: read as :class:`UnknownDetails`).
+
+    The built-in methods register theirs when :mod:`fairengine.registry` is imported; a process
+    that reads an ``audit.json`` without having imported it (a report re-rendered from a file)
+    imports it here, once, so built-in details are never read as untyped. The import is by name
+    because the registry imports this module (a late binding, not a cycle at import time)."""
+    if method not in _DETAIL_TYPES and "fairengine.registry" not in sys.modules:
+        importlib.import_module("fairengine.registry")
     return _DETAIL_TYPES.get(method)
 
 

@@ -76,3 +76,22 @@ def test_the_current_format_round_trips_exactly(format1: dict) -> None:
     assert again.to_dict() == old.to_dict()
     for a, b in zip(again.methods, old.methods, strict=True):
         assert type(a.details) is type(b.details)
+
+
+def test_a_fresh_process_reads_built_in_details_as_their_types() -> None:
+    """Reading an audit file is enough: the built-in details types are found without importing
+    the registry first (a report re-rendered from a file in a new process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gzip, json\n"
+        "from fairengine.results import AuditResult, UnknownDetails\n"
+        f"d = json.load(gzip.open({str(FORMAT1)!r}, 'rt'))\n"
+        "r = AuditResult.from_dict(d)\n"
+        "print(sum(isinstance(m.details, UnknownDetails) for m in r.methods))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.strip() == "0", out.stderr
