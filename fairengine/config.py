@@ -185,6 +185,14 @@ class OutputConfig:
 
 
 @dataclass
+class ReportConfig:
+    """Extra forms of the HTML report. ``pdf``: also print it to ``report.pdf`` beside
+    ``report.html`` (headless Chromium; logged to the MLflow run as ``audit/report.pdf``)."""
+
+    pdf: bool = False
+
+
+@dataclass
 class MlflowConfig:
     """Where results are logged. ``tracking_uri=None`` uses ``$MLFLOW_TRACKING_URI`` if set,
     else a SQLite store at ``$FAIRENGINE_HOME/mlflow.db``."""
@@ -280,6 +288,7 @@ class AuditConfig:
     decisions: DecisionsConfig = field(default_factory=DecisionsConfig)
     seed: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)

@@ -4,7 +4,7 @@ Runs with no server: with no ``PREFECT_API_URL`` Prefect starts its embedded (ep
 for the duration of the run. Required steps (data, model, validation, the dataset contract)
 fail the run with a readable error and write nothing; an optional method that fails is recorded
 as ``failed`` with its reason and the rest of the audit completes. Outputs are written in the
-order JSON, HTML, MLflow, so a failure while logging leaves the local results in place.
+order JSON, HTML (PDF), MLflow, so a failure while logging leaves the local results in place.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
 from tasks.mlflow_log import log_to_mlflow, previous_audits_task
 from tasks.mlflow_store import check_tracking_store
 from tasks.model import first_line, resolve_scores
-from tasks.outputs import write_outputs
+from tasks.outputs import write_outputs, write_pdf_output
 from tasks.settings import default_report_dir, default_tracking_uri
 from tasks.validate import validate_data
 
@@ -183,6 +183,10 @@ def audit_flow(
     html = timed("render_report", render_report_task, result)
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))
+    if cfg.report.pdf:  # not timed into the metadata: audit.json is written already
+        progress.report("render_pdf", "started")
+        paths.update(write_pdf_output(html, paths["report"]))
+        progress.report("render_pdf", "finished" if "pdf" in paths else "failed")
     mlflow_info = None
     if store is not None and not store.reachable:
         raise ResultLoggingError(
@@ -202,6 +206,7 @@ def audit_flow(
                 cfg.mlflow.tag_model_version,
                 approve_alias=cfg.mlflow.approve_alias,
                 run_tags=run_tags,
+                pdf=paths.get("pdf"),
             )
         except Exception as exc:
             raise ResultLoggingError(

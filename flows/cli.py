@@ -54,6 +54,10 @@ exit codes:
 """
 
 EXIT_FAIL, EXIT_INPUT, EXIT_MLFLOW, EXIT_INTERNAL = 1, 2, 3, 4
+PDF_HELP = (
+    "also print the report to report.pdf beside report.html (headless Chromium) and log it to "
+    "the MLflow run as audit/report.pdf"
+)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -100,6 +104,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="rows generated per gender (default 5000; half train, half audit)",
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--pdf", action="store_true", help=PDF_HELP)
 
     audit = sub.add_parser(
         "audit",
@@ -135,6 +140,7 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 1 when the verdict is 'fail' (for CI gates)",
     )
+    audit.add_argument("--pdf", action="store_true", help=PDF_HELP + " (report.pdf: true)")
     plan = sub.add_parser(
         "sample-size",
         help="rows an audit needs to detect a given difference in a metric between two groups",
@@ -200,12 +206,42 @@ def _build_parser() -> argparse.ArgumentParser:
         help="seconds `start` waits for the server to answer (default 120)",
     )
 
+    report = sub.add_parser(
+        "report",
+        help="print a finished audit's report to PDF (report.pdf beside report.html)",
+        description="Print the report of an audit on disk to PDF with headless Chromium "
+        "(--print-to-pdf), every collapsible section open, for reviewers who file documents. "
+        "Give the audit's audit.json, its report.html or its folder; the PDF is written beside "
+        "the report unless --output says where. Needs Chromium or Google Chrome (on PATH, or "
+        "$FAIRENGINE_CHROMIUM). To attach the PDF to the audit's MLflow run, audit with --pdf "
+        "or report.pdf: true.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument(
+        "--result",
+        "-r",
+        type=Path,
+        required=True,
+        help="the audit's audit.json, report.html or output folder",
+    )
+    report.add_argument(
+        "--pdf",
+        action="store_true",
+        required=True,
+        help="write the PDF (the only form this command writes so far)",
+    )
+    report.add_argument(
+        "--output", "-o", type=Path, default=None, help="the PDF file (default: beside the report)"
+    )
+
     log = sub.add_parser(
         "log",
         help="log a finished audit's audit.json and report.html to MLflow (e.g. after the "
         "MLflow server was down)",
         description="Record an audit that ran but could not be logged: reads audit.json and "
-        "the report.html beside it, creates the MLflow run and tags the audited model version.",
+        "the report.html (and report.pdf, if any) beside it, creates the MLflow run and tags "
+        "the audited model version.",
         parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
@@ -275,6 +311,8 @@ def _main(argv: list[str] | None) -> int:
             return _sample_size(args)
         if args.command == "server":
             return _server(args)
+        if args.command == "report":
+            return _report(args)
         return _audit(args)
     except AuditInterrupted as exc:
         hard_exit(128 + exc.signum)
@@ -315,6 +353,8 @@ def _audit(args: argparse.Namespace) -> int:
         raw.setdefault("mlflow", {})["enabled"] = False
     if args.no_cache:
         raw.setdefault("cache", {})["enabled"] = False
+    if args.pdf:
+        raw.setdefault("report", {})["pdf"] = True
     base_dir = cfg_path.parent.resolve()
     start = time.perf_counter()
     AuditConfig.from_dict(raw, base_dir=base_dir)  # config problems first, before heavy imports
@@ -390,12 +430,14 @@ def _log(args: argparse.Namespace) -> int:
     store = check_tracking_store(tracking_uri)
     if not store.reachable:
         raise MlflowUnavailableError(f"{store.reason}; nothing logged, try again later")
+    pdf = path.parent / "report.pdf"
     info = log_audit(
         result,
         report.read_text(encoding="utf-8"),
         tracking_uri=tracking_uri,
         experiment=args.experiment or settings.get("experiment") or "fairengine-audits",
         tag_model_version=bool(settings.get("tag_model_version", True)),
+        pdf=pdf if pdf.is_file() else None,
     )
     if info.get("already_logged"):
         print(
@@ -407,11 +449,41 @@ def _log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from fairengine.errors import ConfigError
+    from tasks.report_pdf import find_browser, write_report_pdf
+
+    given = args.result.expanduser()
+    if given.is_dir():
+        html = given / "report.html"
+    elif given.suffix.lower() == ".json":
+        html = given.parent / "report.html"
+    else:
+        html = given
+    if not html.is_file():
+        raise ConfigError(
+            f"{str(html)!r} does not exist; give an audit's audit.json, report.html or folder"
+        )
+    browser = find_browser()
+    CONSOLE.say(f"Printing {html} to PDF with {browser} ...")
+    start = time.perf_counter()
+    target = args.output.expanduser() if args.output else None
+    pdf = write_report_pdf(html, target, browser=browser)
+    print(f"PDF:         {pdf} ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from flows.demo import prepare_demo
 
+    if args.pdf:  # before the demo trains anything
+        from tasks.report_pdf import find_browser
+
+        find_browser()
     CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
     prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
+    if args.pdf:
+        prepared.config.setdefault("report", {})["pdf"] = True
     run = _run_flow(prepared.config, str(prepared.config_path.parent), args.debug, args.prefect_api)
     _print_outcome(run)
     print(f"\nRe-run this audit with:  fairengine audit --config {prepared.config_path}")
@@ -506,15 +578,20 @@ def _print_outcome(run) -> None:
     for warning in r.warnings:
         print(f"Warning:     {warning}")
     print(f"Report:      {run.paths['report']}")
+    if run.paths.get("pdf"):
+        print(f"PDF:         {run.paths['pdf']}")
+    elif run.paths.get("pdf_error"):
+        print(f"PDF:         not written: {run.paths['pdf_error']}")
     print(f"Result JSON: {run.paths['json']}")
     if run.mlflow:
         print(
             f"MLflow run:  {run.mlflow['run_id']} (experiment {run.mlflow['experiment_id']}, "
             f"store {run.mlflow['tracking_uri']})"
         )
+        shown = "audit/report.html, " + ("audit/report.pdf, " if run.paths.get("pdf") else "")
         print(
-            f"             artifacts audit/report.html and audit/audit.json under "
-            f"{run.mlflow['artifact_uri']}"
+            f"             artifacts {shown}audit/audit.json and the findings table "
+            f"audit/findings.json under {run.mlflow['artifact_uri']}"
         )
         registration = r.metadata.get("mitigation_registration") or {}
         if run.mlflow.get("mitigated_model_uri"):

@@ -5,7 +5,8 @@ binary or an attribute with 300 groups must be reported in about a second, all a
 a framework traceback. :func:`preflight` runs those checks with nothing but pandas and the
 config: the config (every problem listed), the data file (read and cleaned exactly as the flow
 will read it), the column roles and data contract, the audit's work bounds
-(:mod:`fairengine.work_bounds`) and whether the MLflow store answers.
+(:mod:`fairengine.work_bounds`), the browser that prints the report's PDF (``report.pdf``)
+and whether the MLflow store answers.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def preflight(raw: dict[str, Any], base_dir: Path | None) -> Preflight:
     if cfg.model.uri:  # the model provides scores and chooses its features: check the rest
         roles = replace(roles, score=None, features=())
     dataset_from_config(frame, roles, cfg)
+    if cfg.report.pdf:  # the browser that prints the PDF, before hours of audit
+        from tasks.report_pdf import find_browser
+
+        find_browser()
     store = None
     if cfg.mlflow.enabled or _needs_store_for_model(cfg.model.uri):
         tracking_uri = cfg.mlflow.tracking_uri or default_tracking_uri()

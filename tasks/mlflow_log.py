@@ -1,5 +1,5 @@
-"""Record an audit in MLflow: params, flat metrics, the JSON result, the HTML report and the
-methods' own artifact files.
+"""Record an audit in MLflow: params, flat metrics, the JSON result, the HTML report (and its
+PDF when one was made), the findings as a table and the methods' own artifact files.
 
 The audit run is linked to the audited model version by tags on both sides (names in
 :data:`TAGS`): the run carries ``fairness.model_name``/``fairness.model_version``; the model
@@ -9,7 +9,9 @@ version carries ``fairness.verdict``, ``fairness.audit_run_id``, ``fairness.audi
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import shutil
 import tempfile
 import time
@@ -58,6 +60,42 @@ TAGS = AuditTags()
 METHOD_ARTIFACTS_DIR = "artifacts"
 """Method artifact files are logged under ``artifacts/<method>/<name>`` of the audit run."""
 
+REPORT_ARTIFACT = "audit/report.html"
+"""The HTML report on the audit run (what ``fairness.report_uri`` points to)."""
+PDF_ARTIFACT = "audit/report.pdf"
+"""The report's PDF on the audit run, when the audit made one (``report.pdf: true``)."""
+FINDINGS_TABLE = "audit/findings.json"
+"""The findings table on the audit run (``mlflow.log_table``; read it with
+``mlflow.load_table("audit/findings.json", run_ids=[...])``)."""
+
+FINDINGS_COLUMNS: tuple[str, ...] = (
+    "label",
+    "decision",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "adjusted_pvalue",
+    "pvalue",
+    "attribute",
+    "group_a",
+    "group_b",
+    "metric",
+    "method",
+    "key",
+    "counts",
+    "decided_by",
+    "null_kind",
+    "null_hypothesis",
+    "ci_level",
+    "ci_method",
+    "method_title",
+    "question",
+    "reading",
+)
+"""The columns of :data:`FINDINGS_TABLE`, one row per finding (see :func:`findings_rows`); what
+a reader scans first (label, decision, estimate and interval, p-values) comes first, as the MLflow
+UI's table view shows the first columns."""
+
 
 def _warn(message: str, *args: Any) -> None:
     """A warning in the Prefect run log inside a flow, in the ``logging`` tree outside one."""
@@ -105,6 +143,111 @@ def stage_method_artifacts(methods: list[MethodResult], staging: Path) -> dict[s
             shutil.copyfile(source, target)
             staged.setdefault(method.method, []).append(name)
     return staged
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` as a float, ``None`` when absent or not finite (JSON has no inf or NaN)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _question_parts(question: str | None) -> tuple[str | None, ...]:
+    """``(metric, attribute, group_a, group_b)`` of a two-group question
+    (:func:`fairengine.results.gap_question`), else four ``None``."""
+    if question:
+        try:
+            parts = json.loads(question)
+        except ValueError:
+            parts = None
+        if isinstance(parts, list) and len(parts) == 4:
+            return tuple(str(p) for p in parts)
+    return (None, None, None, None)
+
+
+def findings_rows(result: AuditResult) -> list[dict[str, Any]]:
+    """One row per finding of every method, with the columns of :data:`FINDINGS_COLUMNS`.
+
+    ``metric``, ``attribute``, ``group_a`` and ``group_b`` are known for the findings that
+    compare a rate between two groups (their ``question``) and empty for the others (ε over
+    intersections, FlipTest's flip rates, the individual-fairness statistics, ...; their
+    ``label`` says what they measure). ``counts`` is whether the decision counts in the
+    verdict (tested and not supporting evidence). Values that are not finite (an infinite
+    ratio) are empty: the table is JSON.
+    """
+    rows: list[dict[str, Any]] = []
+    for method in result.methods:
+        for f in method.findings:
+            metric, attribute, group_a, group_b = _question_parts(f.question)
+            ci = f.interval
+            rows.append(
+                {
+                    "key": f.key,
+                    "label": f.label,
+                    "method": method.method,
+                    "method_title": method.title,
+                    "metric": metric,
+                    "attribute": attribute,
+                    "group_a": group_a,
+                    "group_b": group_b,
+                    "estimate": _finite(f.estimate),
+                    "ci_low": _finite(ci.low) if ci else None,
+                    "ci_high": _finite(ci.high) if ci else None,
+                    "ci_level": _finite(ci.level) if ci else None,
+                    "ci_method": ci.method if ci else None,
+                    "pvalue": _finite(f.pvalue),
+                    "adjusted_pvalue": _finite(f.adjusted_pvalue),
+                    "decision": str(f.decision),
+                    "counts": bool(f.counts),
+                    "decided_by": f.decided_by,
+                    "null_kind": f.null_kind or None,
+                    "null_hypothesis": f.null_hypothesis or None,
+                    "question": f.question,
+                    "reading": f.reading or None,
+                }
+            )
+    return rows
+
+
+def log_findings_table(client: Any, run_id: str, result: AuditResult) -> None:
+    """Log :func:`findings_rows` as the table artifact :data:`FINDINGS_TABLE` of ``run_id``.
+
+    The file has the layout of ``MlflowClient.log_table`` (pandas' JSON ``split``: ``columns``
+    and ``data``) and is listed, as ``log_table`` lists its tables, in the run's
+    ``mlflow.loggedArtifacts`` tag: the MLflow UI then offers "View as table" and
+    ``mlflow.load_table`` finds it. It is written here rather than by ``log_table``, whose
+    pandas writer keeps 10 decimal places (a p-value of 3e-15 would read 0.0): every number
+    is written exactly. ``mlflow.load_table`` reads it with pandas' default JSON parser (exact
+    to about 12 significant digits) and infers column types, so a group named ``"1"`` reads back as
+    the number 1.
+    """
+    from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS
+
+    rows = findings_rows(result)
+    table = {
+        "columns": list(FINDINGS_COLUMNS),
+        "data": [[row[c] for c in FINDINGS_COLUMNS] for row in rows],
+    }
+    with tempfile.TemporaryDirectory(prefix="fairengine-findings-") as tmp:
+        source = Path(tmp) / "findings.json"
+        source.write_text(json.dumps(table, ensure_ascii=False, allow_nan=False), "utf-8")
+        _log_file_as(client, run_id, source, FINDINGS_TABLE)
+    tags = client.get_run(run_id).data.tags
+    listed = json.loads(tags.get(MLFLOW_LOGGED_ARTIFACTS) or "[]")
+    entry = {"path": FINDINGS_TABLE, "type": "table"}
+    if entry not in listed:
+        client.set_tag(run_id, MLFLOW_LOGGED_ARTIFACTS, json.dumps([*listed, entry]))
+
+
+def _log_file_as(client: Any, run_id: str, source: Path, artifact: str) -> None:
+    """Log the file ``source`` as the artifact path ``artifact`` (``folder/name``), whatever
+    the file's own name."""
+    folder, name = artifact.rsplit("/", 1)
+    with tempfile.TemporaryDirectory(prefix="fairengine-artifact-") as tmp:
+        staged = Path(tmp) / name
+        shutil.copyfile(source, staged)
+        client.log_artifact(run_id, str(staged), folder)
 
 
 def flatten_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -177,11 +320,14 @@ def log_audit(
     tag_model_version: bool = True,
     approve_alias: str | None = None,
     run_tags: dict[str, str] | None = None,
+    pdf: Path | None = None,
 ) -> dict[str, str]:
     """Create the audit run and log everything; returns run id, experiment id and artifact URI.
 
-    Artifacts: ``audit/audit.json``, ``audit/report.html`` and every file in a method's
-    ``artifacts`` under ``artifacts/<method>/`` (see :func:`stage_method_artifacts`).
+    Artifacts: ``audit/audit.json``, ``audit/report.html``, ``audit/report.pdf`` (the file
+    ``pdf``, when given), the findings table ``audit/findings.json``
+    (:func:`log_findings_table`) and every file in a method's ``artifacts`` under
+    ``artifacts/<method>/`` (see :func:`stage_method_artifacts`).
     If logging fails after the run was created, the run is discarded
     (:func:`discard_partial_run`) and the error re-raised: a retry starts a fresh run.
     The audited model version (when there is one) is tagged ``fairness.verdict``,
@@ -241,7 +387,10 @@ def log_audit(
         for i in range(0, len(entries), 500):
             client.log_batch(run_id, metrics=entries[i : i + 500])
         client.log_dict(run_id, result.to_dict(), "audit/audit.json")
-        client.log_text(run_id, html, "audit/report.html")
+        client.log_text(run_id, html, REPORT_ARTIFACT)
+        log_findings_table(client, run_id, result)
+        if pdf is not None:
+            _log_file_as(client, run_id, pdf, PDF_ARTIFACT)
         with tempfile.TemporaryDirectory(prefix="fairengine-artifacts-") as tmp:
             for method in stage_method_artifacts(result.methods, Path(tmp)):
                 client.log_artifacts(
@@ -287,7 +436,7 @@ def _tag_model_version(
         TAGS.verdict: result.verdict.status,
         TAGS.audit_run_id: run_id,
         TAGS.audit_id: result.audit_id,
-        TAGS.report_uri: f"{artifact_uri}/audit/report.html",
+        TAGS.report_uri: f"{artifact_uri}/{REPORT_ARTIFACT}",
     }.items():
         client.set_model_version_tag(name, str(version), key, value)
 
@@ -301,8 +450,9 @@ def log_to_mlflow(
     tag_model_version: bool = True,
     approve_alias: str | None = None,
     run_tags: dict[str, str] | None = None,
+    pdf: str | None = None,
 ) -> dict[str, str]:
-    """Prefect task around :func:`log_audit`.
+    """Prefect task around :func:`log_audit` (``pdf``: the report's PDF to log, if any).
 
     Not retried by Prefect: the MLflow client already retries each HTTP call
     (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, bounded by :data:`tasks.settings.MLFLOW_CLIENT_DEFAULTS`),
@@ -316,6 +466,7 @@ def log_to_mlflow(
         tag_model_version=tag_model_version,
         approve_alias=approve_alias,
         run_tags=run_tags,
+        pdf=Path(pdf) if pdf else None,
     )
     get_run_logger().info("Logged audit to MLflow run %s (%s)", info["run_id"], tracking_uri)
     return info
@@ -332,8 +483,13 @@ def previous_audits(
 
     Each entry: run id, audit id, model version, verdict, start time and the estimates of the
     findings ``keys`` that run logged (missing keys are left out). ``[]`` when there is none.
+    The newest entry also has ``decisions`` (finding key -> decision, from its ``audit.json``;
+    ``None`` when unreadable: :func:`tasks.audit_history.logged_decisions`), for the report's
+    list of decisions changed since the previous audit.
     """
     from mlflow import MlflowClient
+
+    from tasks.audit_history import logged_decisions
 
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)
@@ -355,8 +511,9 @@ def previous_audits(
             "verdict": r.data.tags.get(TAGS.verdict),
             "started_ms": r.info.start_time,
             "estimates": {k: v for k, v in r.data.metrics.items() if k in wanted},
+            **({"decisions": logged_decisions(client, r.info.run_id, wanted)} if i == 0 else {}),
         }
-        for r in runs
+        for i, r in enumerate(runs)
     ]
 
 

@@ -1,4 +1,5 @@
-"""Local copies of an audit's outputs: ``audit.json`` (the source of truth) and ``report.html``."""
+"""Local copies of an audit's outputs: ``audit.json`` (the source of truth), ``report.html``
+and, when asked for (``report.pdf: true``), ``report.pdf``."""
 
 from __future__ import annotations
 
@@ -26,3 +27,24 @@ def write_outputs(result: AuditResult, html: str, directory: str) -> dict[str, s
     paths = write_local_outputs(result, html, Path(directory))
     get_run_logger().info("Wrote %s and %s", paths["json"], paths["report"])
     return paths
+
+
+@task(name="write-report-pdf", cache_policy=NO_CACHE)
+def write_pdf_output(html: str, report_path: str) -> dict[str, str]:
+    """Print the report to ``report.pdf`` beside ``report_path`` (:mod:`tasks.report_pdf`).
+
+    Returns ``{"pdf": path}``, or ``{"pdf_error": reason}`` with a warning when Chromium could
+    not print it: the audit's JSON and HTML are written already and its MLflow run is still
+    logged (without the PDF); ``fairengine report --pdf`` prints it again later. A missing
+    browser is caught before the audit starts (:func:`flows.preflight.preflight`).
+    """
+    from tasks.report_pdf import PDF_FILENAME, ReportPdfError, write_pdf
+
+    target = Path(report_path).with_name(PDF_FILENAME)
+    try:
+        write_pdf(html, target)
+    except ReportPdfError as exc:
+        get_run_logger().warning("report.pdf not written: %s", exc)
+        return {"pdf_error": str(exc)}
+    get_run_logger().info("Wrote %s", target)
+    return {"pdf": str(target)}

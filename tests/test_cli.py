@@ -92,6 +92,7 @@ def test_demo_end_to_end_with_default_local_store(tmp_path: Path) -> None:
     assert {a.path for a in client.list_artifacts(run.info.run_id, "audit")} == {
         "audit/audit.json",
         "audit/report.html",
+        "audit/findings.json",
     }
     assert Path(exp.artifact_location.removeprefix("file://")).is_relative_to(home)
     mv = client.get_model_version("fairengine-demo-hiring", "1")

@@ -108,7 +108,7 @@ def test_audit_of_scores_in_a_csv(tmp_path: Path, client) -> None:
     )
     assert mrun.data.tags["fairness.verdict"] == "fail"
     names = {a.path for a in client.list_artifacts(run_id, "audit")}
-    assert names == {"audit/audit.json", "audit/report.html"}
+    assert names == {"audit/audit.json", "audit/report.html", "audit/findings.json"}
     local = client.download_artifacts(run_id, "audit/audit.json", str(tmp_path / "dl"))
     assert json.loads(Path(local).read_text()) == res.to_dict()
 
@@ -330,7 +330,7 @@ def test_mlflow_down_keeps_local_results_and_fairengine_log_records_them_later(
     assert main(["log", "--result", str(saved), "--tracking-uri", default_tracking_uri()]) == 0
     (run_id,) = run_ids(client, "t-down")
     names = {a.path for a in client.list_artifacts(run_id, "audit")}
-    assert names == {"audit/audit.json", "audit/report.html"}
+    assert names == {"audit/audit.json", "audit/report.html", "audit/findings.json"}
     logged = json.loads(
         Path(client.download_artifacts(run_id, "audit/audit.json", str(tmp_path))).read_text()
     )

@@ -6,6 +6,7 @@ reads back through ``MlflowClient`` the way a reviewer would.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -129,3 +130,138 @@ def test_a_failure_while_logging_leaves_no_visible_partial_run(
     info = log_audit(result, "<html></html>", tracking_uri=uri, experiment="t-partial")
     (visible,) = client.search_runs([exp.experiment_id])
     assert visible.info.run_id == info["run_id"] and visible.info.status == "FINISHED"
+
+
+# ------------------------------------------------------------------ findings table, PDF artifact
+def table_result():
+    """Group parity on two attributes (two-group questions: attribute and groups known), plus a
+    hand-made method whose finding has an infinite estimate and no interval, nor a question."""
+    import numpy as np
+    import pandas as pd
+
+    from fairengine.dataset import AuditDataset
+    from fairengine.group_parity import group_parity
+    from fairengine.results import Finding
+    from fairengine.roles import ColumnRoles
+
+    rng = np.random.default_rng(11)
+    n = 2000
+    race = rng.choice(["African-American", "Caucasian", "<other>"], n)
+    sex = rng.choice(["Female", "Male"], n)
+    y = rng.binomial(1, 0.45, n)
+    score = np.clip(rng.normal(0.35 + 0.3 * y + 0.1 * (race == "Caucasian"), 0.2), 0, 1)
+    frame = pd.DataFrame({"race": race, "sex": sex, "y": y, "score": score})
+    ds = AuditDataset.from_frame(
+        frame, ColumnRoles(label="y", protected=("race", "sex"), score="score"), threshold=0.5
+    )
+    odd = MethodResult(
+        "ratios",
+        "Ratios",
+        findings=[
+            Finding(key="ratios.err", label="error ratio", estimate=float("inf")),
+            Finding(
+                key="ratios.tiny",
+                label="a test with a tiny p-value",
+                estimate=2.5,
+                pvalue=3.2e-15,
+                null_hypothesis="ratio = 1",
+            ),
+        ],
+    )
+    return finalize_audit(
+        config={},
+        dataset={"name": "table"},
+        model={},
+        validation=None,
+        methods=[group_parity(ds, tolerance=0.02), odd],
+    )
+
+
+def _plain(value, approx: bool = False):
+    """A table cell as plain Python: NaN and None are both ``None``, numpy scalars unwrapped;
+    ``approx``: a float compared to 1e-9 (pandas' default JSON parser, which
+    ``mlflow.load_table`` uses, is exact to about 12 significant digits; the file is exact)."""
+    import math
+
+    if hasattr(value, "item"):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if approx and isinstance(value, float):
+        return pytest.approx(value, rel=1e-9, abs=0)
+    return value
+
+
+def test_the_findings_are_a_table_artifact_that_mlflow_load_table_reads_back(
+    tmp_path: Path, store, monkeypatch
+) -> None:
+    """One row per finding in ``audit/findings.json``; ``mlflow.load_table`` (the documented
+    reader, which finds the table through the run's ``mlflow.loggedArtifacts`` tag) returns the
+    same rows and columns, and a reader can filter the rejected tests of every audit run."""
+    import mlflow
+
+    from tasks.mlflow_log import FINDINGS_COLUMNS, FINDINGS_TABLE, findings_rows
+
+    uri, client = store
+    result = table_result()
+    info = log_audit(result, "<html></html>", tracking_uri=uri, experiment="t-table")
+    rows = findings_rows(result)
+    assert len(rows) == len(result.findings()) > 10
+
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", info["experiment_id"])  # load_table's experiment
+    mlflow.set_tracking_uri(uri)
+    table = mlflow.load_table(FINDINGS_TABLE, run_ids=[info["run_id"]])
+    assert list(table.columns) == list(FINDINGS_COLUMNS)
+    loaded = [{c: _plain(v) for c, v in rec.items()} for rec in table.to_dict("records")]
+    assert loaded == [{c: _plain(r[c], approx=True) for c in FINDINGS_COLUMNS} for r in rows]
+
+    stored = client.download_artifacts(info["run_id"], FINDINGS_TABLE, str(tmp_path))
+    exact = json.loads(Path(stored).read_text(encoding="utf-8"))  # the file: every digit
+    assert exact == {
+        "columns": list(FINDINGS_COLUMNS),
+        "data": [[r[c] for c in FINDINGS_COLUMNS] for r in rows],
+    }
+    tiny = next(r for r in rows if r["key"] == "ratios.tiny")
+    assert tiny["pvalue"] == 3.2e-15  # pandas' writer (MlflowClient.log_table) writes 0.0
+
+    by_key = {r["key"]: r for r in rows}
+    parity = next(f for f in result.findings() if f.key.startswith("dp_gap.race."))
+    row = by_key[parity.key]
+    assert (row["metric"], row["attribute"]) == ("positive_rate", "race")
+    assert {row["group_a"], row["group_b"]} <= {"African-American", "Caucasian", "<other>"}
+    assert row["estimate"] == pytest.approx(parity.estimate)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(
+        (parity.interval.low, parity.interval.high)
+    )
+    assert row["adjusted_pvalue"] == pytest.approx(parity.adjusted_pvalue)
+    assert row["decision"] == parity.decision and row["method"] == "group_parity"
+    assert row["null_hypothesis"] == parity.null_hypothesis and row["counts"] is True
+    odd = by_key["ratios.err"]  # not finite: empty; no question: no attribute
+    assert odd["estimate"] is None and odd["attribute"] is None and odd["ci_low"] is None
+    assert odd["decision"] == "not_tested" and odd["counts"] is False
+
+    # a second audit run: one table across runs, filtered like any data frame
+    again = log_audit(table_result(), "<html></html>", tracking_uri=uri, experiment="t-table")
+    both = mlflow.load_table(FINDINGS_TABLE, extra_columns=["run_id"])
+    assert set(both["run_id"]) == {info["run_id"], again["run_id"]}
+    rejected = both[both["decision"] == "reject"]
+    assert len(rejected) == 2 * sum(f.decision == "reject" for f in result.findings())
+    assert set(rejected["method"]) == {"group_parity", "ratios"}
+    assert set(rejected[rejected["method"] == "ratios"]["key"]) == {"ratios.tiny"}
+    listed = {a.path for a in client.list_artifacts(info["run_id"], "audit")}
+    assert listed == {"audit/audit.json", "audit/report.html", FINDINGS_TABLE}  # no PDF given
+
+
+def test_a_given_pdf_is_logged_as_audit_report_pdf(tmp_path: Path, store) -> None:
+    """The PDF is logged under the name the run documents, whatever the local file is named."""
+    from tasks.mlflow_log import PDF_ARTIFACT
+
+    uri, client = store
+    pdf = tmp_path / "printed.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n% not a real PDF, bytes only\n%%EOF\n")
+    result, _ = fake_result(tmp_path / "src")
+    info = log_audit(result, "<html></html>", tracking_uri=uri, experiment="t-pdf", pdf=pdf)
+    listed = {a.path for a in client.list_artifacts(info["run_id"], "audit")}
+    assert PDF_ARTIFACT in listed
+    got = client.download_artifacts(info["run_id"], PDF_ARTIFACT, str(tmp_path / "dl"))
+    assert Path(got).read_bytes() == pdf.read_bytes()
