@@ -193,6 +193,21 @@ def test_cli_without_a_browser_stops_before_the_audit_with_the_reason(tmp_path: 
     assert r.returncode == 2 and "--pdf" in r.stderr  # the form to write is named
 
 
+@pytest.mark.flow
+def test_a_browser_failing_during_the_audit_leaves_the_audit_and_says_why(tmp_path: Path) -> None:
+    """Chromium found before the audit but failing when it prints: the audit's outputs are
+    written (and would be logged) without the PDF, and the outcome says why."""
+    crashing = fake_browser(tmp_path, 'echo "Trace/breakpoint trap" >&2; exit 133')
+    env = {**os.environ, BROWSER_ENV: crashing}
+    config = small_config(tmp_path)
+    r = cli("audit", "--config", str(config), "--output-dir", str(tmp_path / "reports"), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PDF:         not written: " in r.stdout and "exit status 133" in r.stdout
+    (folder,) = (tmp_path / "reports").iterdir()
+    assert (folder / "report.html").is_file() and (folder / "audit.json").is_file()
+    assert not (folder / "report.pdf").exists()
+
+
 def test_config_typo_in_the_report_section_gets_a_did_you_mean(tmp_path: Path) -> None:
     from fairengine.config import AuditConfig
     from fairengine.errors import ConfigError
