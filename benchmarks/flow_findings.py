@@ -72,16 +72,19 @@ def collect(skip_adult: bool) -> dict[str, Any]:
 
 MOVED_OUT_OF_DETAILS = {"artifacts"}
 """Keys format 2 moved from a method's details to its result (FlipTest's map files)."""
+VOLATILE_KEYS = {"seconds", "folder", "path"}
+"""Keys whose values differ between any two runs: times, and the temporary map folder (and the
+map files in it) of a run whose cache is off."""
 
 
 def details_differences(before: Any, after: Any, path: str = "") -> list[str]:
     """Where two methods' details JSON differ, ignoring keys only ``after`` has whose value is
-    null (an optional field format 2 writes as null where format 1 left the key out) and keys
-    :data:`MOVED_OUT_OF_DETAILS`; NaN equals NaN (JSON strings)."""
+    null (an optional field format 2 writes as null where format 1 left the key out), keys
+    :data:`MOVED_OUT_OF_DETAILS` and :data:`VOLATILE_KEYS`; NaN equals NaN (JSON strings)."""
     if isinstance(before, dict) and isinstance(after, dict):
         out = []
         for k in sorted(set(before) | set(after)):
-            if k in MOVED_OUT_OF_DETAILS:
+            if k in MOVED_OUT_OF_DETAILS or k in VOLATILE_KEYS:
                 continue
             if k not in before:
                 if after[k] is not None:
