@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 EVIL_COLUMN = "race<script>alert('col')</script>\"'"
 EVIL_GROUP = "<img src=x onerror=alert(1)>"
-QUOTED_GROUP = "O'Brien \"q\""
+QUOTED_GROUP = 'O\'Brien "q"'
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -149,10 +149,12 @@ def test_report_opens_without_errors_and_saves_a_screenshot(page_data: dict) -> 
 
 def test_key_elements_are_present(page_data: dict) -> None:
     assert page_data["h1"] == "FairEngine audit report"
-    assert page_data["sections"][:3] == ["verdict", "findings", "methods"]
+    sections = page_data["sections"]
+    assert sections[:2] == ["verdict", "top-findings"]  # summary first
+    assert sections.index("findings") < sections.index("methods")
     assert "configuration" in page_data["sections"]
     assert page_data["svgs"] >= 3  # per-group rate plots
-    assert "Demographic parity gap" in page_data["bodyText"]
+    assert "Positive-rate gap" in page_data["bodyText"]  # the top findings, one line each
 
 
 def test_user_text_is_text_never_markup(page_data: dict) -> None:

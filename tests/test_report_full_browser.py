@@ -6,9 +6,10 @@ and a not-run method, real Great Expectations validation and run metadata. Its r
 from disk and checked for: no console or page errors, no request beyond the file itself and
 nothing wider than the window; every audit method (:data:`fairengine.registry.BUILT_IN`) with
 its section, heading, status and at least one inline plot (methods with a report block); the
-failed and not-run methods with their reasons; the verdict banner and the verdict table before
-any method; headings in order; header cells in every table; verdicts and decisions carried by
-words as well as colour; the header's identity items; the print stylesheet. A full-page
+failed and not-run methods with their reasons; the verdict banner, the top findings, the
+overview matrix and the findings tables (grouped by attribute) before any method; headings in
+order; header cells in every table; verdicts and decisions carried by words as well as colour;
+the identity items (header line and "About this audit"); the print stylesheet. A full-page
 screenshot is saved as ``test-artifacts/report-full-browser.png``.
 
 Chromium is Debian's package (``.ci/run`` installs it); without it the tests skip locally and
@@ -44,8 +45,13 @@ PAGE_DATA = """() => {
     firstTable: main.querySelector('table')?.className || '',
     firstMethodTop: document.querySelector('section.method')?.getBoundingClientRect().top,
     findingsTop: document.querySelector('#findings')?.getBoundingClientRect().top,
-    verdictRows: [...document.querySelectorAll('table.verdict-table tbody tr')].map(r => ({
+    verdictTables: [...document.querySelectorAll('table.verdict-table')].map(t =>
+        [...t.querySelectorAll('tbody tr')].map(r => ({
+            cls: r.className,
+            decision: r.querySelector('.badge')?.textContent.trim() || ''}))),
+    topRows: [...document.querySelectorAll('table.top-findings tbody tr')].map(r => ({
         cls: r.className, decision: text(r.querySelector('.badge'))})),
+    identity: text(document.querySelector('#identity')),
     methods: [...document.querySelectorAll('section.method')].map(s => ({
         id: s.id,
         code: text(s.querySelector('.method-head code')),
@@ -131,24 +137,40 @@ def test_failed_and_not_run_methods_say_why(full_audit: AuditResult, page_data: 
         section = shown[(word, m.title)]
         assert section["reason"].startswith(f"{word}:")
         assert m.reason and m.reason[:60] in section["reason"]
-    overview = next(t for t in page_data["tables"] if t["cls"] == "overview")
-    assert overview["rows"] == len(full_audit.methods)  # the overview lists all, not-run too
+    assert len(page_data["methods"]) == len(full_audit.methods)  # all listed, not-run too
 
 
 def test_verdict_comes_first_and_lists_every_test(full_audit: AuditResult, page_data: dict) -> None:
-    assert page_data["mainSections"][:3] == ["verdict", "findings", "methods"]
-    assert page_data["mainSections"][-2:] == ["validation", "configuration"]
-    assert "verdict-table" in page_data["firstTable"]
+    """Summary first (verdict, top findings, the groups' overview), then every deciding test in
+    the findings tables grouped by attribute (rejections first in each), then the methods."""
+    sections = page_data["mainSections"]
+    assert sections[:4] == ["verdict", "top-findings", "overview", "findings"]
+    assert sections.index("findings") < sections.index("methods")
+    assert page_data["mainSections"][-3:] == ["validation", "identity", "configuration"]
+    assert "top-findings" in page_data["firstTable"]
     assert page_data["findingsTop"] < page_data["firstMethodTop"]
     deciding = [f for f in full_audit.findings() if f.counts]
-    assert len(page_data["verdictRows"]) == len(deciding)
-    decisions = [r["decision"] for r in page_data["verdictRows"]]
-    n = {d: sum(f.decision == d for f in deciding) for d in ("reject", "undetermined")}
-    assert decisions == (
-        ["Rejected"] * n["reject"]
-        + ["Undetermined (Monte-Carlo resolution)"] * n["undetermined"]
-        + ["Not rejected"] * (len(deciding) - n["reject"] - n["undetermined"])
+    rows = [r for t in page_data["verdictTables"] for r in t]
+    assert len(rows) == len(deciding)
+    order = {
+        "Rejected": 0,
+        "Undetermined (Monte-Carlo resolution)": 1,
+        "Not rejected": 2,
+    }
+    for table in page_data["verdictTables"]:
+        ranks = [order[r["decision"]] for r in table]
+        assert ranks == sorted(ranks)
+    decisions = sorted(r["decision"] for r in rows)
+    assert decisions == sorted(
+        {"reject": "Rejected", "undetermined": "Undetermined (Monte-Carlo resolution)"}.get(
+            f.decision, "Not rejected"
+        )
+        for f in deciding
     )
+    top = [r["decision"] for r in page_data["topRows"]]
+    assert 0 < len(top) <= 10
+    short = {"Rejected": 0, "Undetermined": 1, "Not rejected": 2}
+    assert [short[d] for d in top] == sorted(short[d] for d in top)  # rejections first
 
 
 def test_headings_in_order_and_tables_with_headers(page_data: dict) -> None:
@@ -173,12 +195,16 @@ def test_verdict_and_decisions_are_words_not_only_colour(
         "row-undetermined": "Undetermined (Monte-Carlo resolution)",
         "row-fail_to_reject": "Not rejected",
     }
-    for row in page_data["verdictRows"]:
+    for row in (r for t in page_data["verdictTables"] for r in t):
         assert row["decision"] == words[row["cls"]]
+    short = {"row-reject": "Rejected", "row-undetermined": "Undetermined"}
+    for row in page_data["topRows"]:
+        assert row["decision"] == short.get(row["cls"], "Not rejected")
 
 
 def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data: dict) -> None:
-    header = page_data["header"]
+    assert f"{full_audit.model['name']} v{full_audit.model['version']}" in page_data["header"]
+    header = page_data["identity"]  # the full identity: "About this audit"
     assert full_audit.model["uri"] in header
     assert full_audit.dataset["fingerprint"][:12] in header
     assert full_audit.created_at[:10] in header
@@ -188,7 +214,8 @@ def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data
     timings = next(t for t in page_data["tables"] if t["cls"] == "kv timings")
     assert timings["rows"] == len(full_audit.metadata["timings"])
     body = page_data["bodyText"]
-    assert "man × <30" in body and "woman × >50" in body  # "<", ">" in groups shown as text
+    # "<", ">" in group names shown as text (the overview matrix's intersection)
+    assert "man & <30" in body and "woman & >50" in body
 
 
 def test_print_stylesheet_applies(page_data: dict) -> None:

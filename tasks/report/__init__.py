@@ -15,12 +15,18 @@ is the SVG made by :mod:`tasks.report.plots` (whose text matplotlib XML-escapes)
   findings, warnings), then its view (:data:`~tasks.report.methods.VIEWS`); a method without
   a view (a plugin) shows its details as JSON; a view that raises fails under the tests
   (``FAIRENGINE_STRICT_REPORT=1``) and shows a visible error block in production;
-* :mod:`tasks.report.page`: header, verdict, validation, configuration, trend; rendering and
-  the Prefect task.
+* :mod:`tasks.report.overview`: the overview matrix (groups x rates with intervals, each cell
+  marked by the decisions of the tests that concern it), per attribute and intersection;
+* :mod:`tasks.report.page`: the page, summary first (verdict with its counts, one-line
+  identity, top findings), then the overview, the findings grouped by attribute, the trend
+  (decisions changed since the previous audit first), the methods (each a closed
+  ``<details>``), validation, identity and configuration; rendering and the Prefect task.
 
 The HTML is self-contained: inline CSS (``templates/report.css``), inline SVG, no scripts, no
-external URLs or fonts, and a print stylesheet. ``benchmarks/report_render.py`` measures the
-render time and size of a full every-method report.
+external URLs or fonts, and a print stylesheet. Details are on demand with ``<details>`` (no
+scripts); every table fits the page or scrolls inside its own box, and numbers never wrap.
+``benchmarks/report_render.py`` measures the render time and size of a full every-method
+report.
 
 A report view for a new method: a module with ``view(result) -> dict`` and a template whose
 macro ``block(view)`` lays it out, registered with

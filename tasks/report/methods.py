@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairengine.results import MethodDetails, MethodResult, NoDetails
-from tasks.report.findings import STATUS_LABELS, finding_view
+from tasks.report.findings import (
+    STATUS_LABELS,
+    finding_attribute,
+    finding_tolerance,
+    finding_view,
+)
 from tasks.report.format import (
     fmt_seconds,
     fmt_value,
@@ -98,8 +103,11 @@ def details_json(result: MethodResult) -> str | None:
     return text
 
 
-def method_view(result: MethodResult, index: int) -> dict[str, Any]:
-    """The generic section of one method plus its own view's data, if it has one."""
+def method_view(
+    result: MethodResult, index: int, protected: tuple[str, ...] | list[str] = ()
+) -> dict[str, Any]:
+    """The generic section of one method plus its own view's data, if it has one
+    (``protected``: the audit's protected attributes, to say which one each finding concerns)."""
     name = result.method
     block: str | None = None
     view: dict[str, Any] | None = None
@@ -117,7 +125,12 @@ def method_view(result: MethodResult, index: int) -> dict[str, Any]:
             log.error("could not draw the %s details block: %r", name, exc)
             view_error = f"{type(exc).__name__}: {exc}"
     raw_details = details_json(result) if block is None else None
-    findings = [finding_view(f) for f in result.findings]
+    findings = [
+        finding_view(
+            f, finding_tolerance(f, result.parameters), finding_attribute(f, list(protected))
+        )
+        for f in result.findings
+    ]
     return {
         "method": name,
         "title": result.title or name,

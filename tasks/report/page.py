@@ -1,4 +1,13 @@
-"""The whole report: header, verdict, methods, validation, configuration, trend; rendering."""
+"""The whole report: header, verdict, top findings, overview matrix, findings by attribute,
+trend, methods, validation, identity, configuration; rendering.
+
+The page reads summary first: the first screen (1,400 x 900) holds the verdict with its counts,
+a one-line identity of model and data, and the top findings (:data:`TOP_FINDINGS`, ranked by
+:func:`tasks.report.findings.rank_key`: rejected first, then by effect size relative to the
+tolerance). The overview matrix (:mod:`tasks.report.overview`) follows; then every tested
+finding grouped by the attribute it concerns, each group and each method section a closed
+``<details>`` (no scripts), so a long audit stays a few screens tall until a reader opens what
+they need."""
 
 from __future__ import annotations
 
@@ -17,9 +26,12 @@ from prefect.exceptions import MissingContextError
 
 from fairengine.results import AuditResult, DecisionRecord, ValidationResult, Verdict
 from tasks.report.findings import (
+    DECISION_LABELS,
     DECISION_ORDER,
     VERDICT_LABELS,
+    intersection_name,
     multiplicity_label,
+    rank_key,
 )
 from tasks.report.format import (
     DASH,
@@ -29,12 +41,19 @@ from tasks.report.format import (
     fmt_seconds,
     fmt_value,
     short_json,
+    slug,
 )
 from tasks.report.methods import method_view
+from tasks.report.overview import overview_view
 from templates import TEMPLATE_DIR
 
 TEMPLATE_NAME = "report.html.j2"
 REPORT_FILENAME = "report.html"
+TOP_FINDINGS = 10
+"""Findings in the summary's top-findings table (the rest: "N more" in the full table)."""
+WHOLE_MODEL = "Whole model"
+"""The findings-table group of findings that concern no single attribute (individual fairness,
+...)."""
 
 log = logging.getLogger(__name__)
 
@@ -150,18 +169,131 @@ def config_text(config: dict[str, Any]) -> str:
         return json.dumps(config, indent=2, ensure_ascii=False, default=str)
 
 
+def identity_view(d: dict[str, Any]) -> list[dict[str, str]]:
+    """The one-line identity under the title: model, data, protected attributes, predictions,
+    run and significance; each ``{label, value, title}`` (``title``: the full text on hover)."""
+    model = d.get("model") or {}
+    dataset = d.get("dataset") or {}
+    roles = dataset.get("roles") or {}
+    meta = d.get("metadata") or {}
+    name = model.get("name")
+    if name:
+        model_text = f"{name} v{model['version']}" if model.get("version") else str(name)
+    else:
+        model_text = f"scores from the data column {fmt_value(roles.get('score'))}"
+    source = str(dataset.get("source") or "")
+    data_name = dataset.get("name") or (Path(source).name if source else DASH)
+    fingerprint = str(dataset.get("fingerprint") or "")
+    data_text = f"{data_name}, {fmt_count(dataset.get('n_rows'))} rows"
+    threshold = model.get("threshold", dataset.get("threshold"))
+    score_type = model.get("score_type", dataset.get("score_type"))
+    if score_type == "label":
+        prediction = "hard 0/1 labels"
+    elif threshold is not None:
+        prediction = f"{fmt_value(score_type)} > {fmt_value(threshold)}"
+    else:
+        prediction = f"{fmt_value(score_type)}, expected rates"
+    return [
+        {"label": "Model", "value": model_text, "title": str(model.get("uri") or "")},
+        {
+            "label": "Data",
+            "value": data_text,
+            "title": " · ".join(p for p in (source, fingerprint) if p),
+        },
+        {"label": "Protected", "value": fmt_value(roles.get("protected")), "title": ""},
+        {"label": "Label", "value": fmt_value(roles.get("label")), "title": ""},
+        {"label": "Predictions", "value": prediction, "title": ""},
+        {
+            "label": "Significance",
+            "value": f"α = {fmt_value(d.get('alpha'))}, "
+            f"{multiplicity_label(str(d.get('multiplicity')))}",
+            "title": "",
+        },
+        {
+            "label": "Run",
+            "value": f"{fmt_datetime(d.get('created_at'))} · {fmt_value(d.get('audit_id'))}",
+            "title": f"FairEngine {fmt_value(meta.get('fairengine_version'))}, "
+            f"seed {fmt_value(meta.get('seed'))}",
+        },
+    ]
+
+
+def decision_counts(
+    result: AuditResult, deciding: list[dict[str, Any]], n_supporting: int, n_untested: int
+) -> list[dict[str, Any]]:
+    """The verdict's counts: rejected, not rejected, undetermined, not tested (estimates
+    without a test), and supporting tests; from the audit's decision record where it has one."""
+    record = result.decisions
+    by = {d: sum(1 for f in deciding if f["decision"] == d) for d in DECISION_ORDER}
+    n_rejected = record.n_rejected if record else by["reject"]
+    n_not = record.n_not_rejected if record else by["fail_to_reject"]
+    n_undetermined = record.n_undetermined if record else by["undetermined"]
+    items = [
+        ("reject", n_rejected, "rejected"),
+        ("fail_to_reject", n_not, "not rejected"),
+        ("undetermined", n_undetermined, "undetermined"),
+        ("not_tested", n_untested, "not tested (estimates)"),
+    ]
+    out = [{"decision": d, "count": f"{n:,}", "label": label} for d, n, label in items]
+    if n_supporting:
+        out.append({"decision": "supporting", "count": f"{n_supporting:,}", "label": "supporting"})
+    return out
+
+
+def findings_by_attribute(rows: list[dict[str, Any]], protected: list[str]) -> list[dict[str, Any]]:
+    """The deciding findings grouped by the attribute (or intersection) they concern: the
+    audit's attributes in order, then intersections and other names, then the whole model; in
+    each group rejections first, then undetermined, then the rest, each by effect size."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in rows:
+        groups.setdefault(f["attribute"] or WHOLE_MODEL, []).append(f)
+    order = [intersection_name(a, protected) for a in protected]
+    names = sorted(
+        groups,
+        key=lambda n: (
+            order.index(n) if n in order else len(order) + (n == WHOLE_MODEL),
+            " × " not in n,
+            n,
+        ),
+    )
+    out = []
+    for i, name in enumerate(names):
+        members = sorted(groups[name], key=rank_key)
+        counts = {d: sum(1 for f in members if f["decision"] == d) for d in DECISION_ORDER}
+        out.append(
+            {
+                "name": name,
+                "anchor": slug("findings", i, name),
+                "rows": members,
+                "n": len(members),
+                "summary": ", ".join(
+                    f"{counts[d]} {DECISION_LABELS[d].split(' (')[0].lower()}"
+                    for d in DECISION_ORDER
+                    if counts[d]
+                ),
+                "has_rejection": counts["reject"] > 0,
+            }
+        )
+    return out
+
+
 TREND_ROWS = 12
-"""Findings shown in the trend table (rejections first, then by adjusted p-value)."""
+"""Findings shown in the trend's estimates table (rejections first, then by adjusted
+p-value)."""
 
 
 def trend_view(result: AuditResult) -> dict[str, Any] | None:
-    """Headline estimates of this audit beside earlier audits of the same registered model.
+    """Headline estimates of this audit beside earlier audits of the same registered model, and
+    first the findings whose decision changed since the previous audit.
 
-    ``None`` when there is no earlier audit (``metadata.previous_audits`` from MLflow).
+    ``None`` when there is no earlier audit (``metadata.previous_audits`` from MLflow, newest
+    first). An entry's ``decisions`` (finding key -> decision) is absent in histories collected
+    before decisions were recorded: then only the estimates are compared.
     """
     history = list(result.metadata.get("previous_audits") or [])
     if not history:
         return None
+    previous = history[0]
     history = history[::-1]  # oldest first, this audit last
     tested = [
         f for m in result.methods if m.status == "ok" for f in m.findings if f.pvalue is not None
@@ -174,7 +306,7 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
     )
     columns = [
         {
-            "label": f"v{h.get('model_version')}" if h.get("model_version") else DASH,
+            "label": _version_label(h.get("model_version")),
             "date": fmt_datetime(
                 datetime.fromtimestamp(h["started_ms"] / 1000, UTC).isoformat()
                 if h.get("started_ms")
@@ -196,21 +328,60 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
     for f in tested[:TREND_ROWS]:
         values = [fmt_number((h.get("estimates") or {}).get(f.key)) for h in history]
         rows.append({"label": f.label or f.key, "values": [*values, fmt_number(f.estimate)]})
-    return {"columns": columns, "rows": rows, "n_previous": len(history)}
+    before = previous.get("decisions")
+    changed: list[dict[str, Any]] = []
+    n_compared = 0
+    if isinstance(before, dict):
+        for f in tested:
+            if not f.counts or f.key not in before:
+                continue
+            n_compared += 1
+            old = str(before[f.key])
+            if old != f.decision:
+                changed.append(
+                    {
+                        "label": f.label or f.key,
+                        "key": f.key,
+                        "before": DECISION_LABELS.get(old, old),
+                        "before_decision": old,
+                        "after": DECISION_LABELS.get(f.decision, str(f.decision)),
+                        "after_decision": f.decision,
+                        "estimate_before": fmt_number((previous.get("estimates") or {}).get(f.key)),
+                        "estimate_after": fmt_number(f.estimate),
+                    }
+                )
+        changed.sort(
+            key=lambda c: (c["after_decision"] != "reject", c["before_decision"] != "reject")
+        )
+    return {
+        "columns": columns,
+        "rows": rows,
+        "n_previous": len(history),
+        "previous_label": _version_label(previous.get("model_version")),
+        "has_decisions": isinstance(before, dict),
+        "changed": changed,
+        "n_compared": n_compared,
+    }
+
+
+def _version_label(version: Any) -> str:
+    return f"v{version}" if version else DASH
 
 
 def report_context(result: AuditResult) -> dict[str, Any]:
     """Everything the template needs, as plain pre-formatted data (plus ``result``: the dict)."""
     d = result.to_dict()
-    methods = [method_view(m, i) for i, m in enumerate(result.methods)]
+    dataset = d.get("dataset") or {}
+    protected = [str(a) for a in ((dataset.get("roles") or {}).get("protected") or [])]
+    methods = [method_view(m, i, protected) for i, m in enumerate(result.methods)]
     ran = [m for m in methods if m["status"] == "ok"]
     verdict_rows = [f for m in ran for f in m["findings"] if f["counts"]]
     verdict_rows.sort(key=lambda f: DECISION_ORDER.get(f["decision"], 3))  # stable
+    top = sorted(verdict_rows, key=rank_key)
     supporting_rows = [f for m in ran for f in m["findings"] if f["decision"] == "supporting"]
     decisions = result.decisions or DecisionRecord()
     untested = sum(len(m["findings"]) - m["n_tested"] for m in ran)
     model = d.get("model") or {}
-    dataset = d.get("dataset") or {}
     subject = model.get("name") or dataset.get("name") or ""
     if subject and model.get("version"):
         subject = f"{subject} v{model['version']}"
@@ -221,12 +392,18 @@ def report_context(result: AuditResult) -> dict[str, Any]:
             p for p in ("FairEngine audit report", str(subject), str(d["audit_id"])) if p
         ),
         "subject": str(subject),
+        "identity": identity_view(d),
         "header": header_view(d),
         "verdict": verdict_view(result.verdict),
+        "counts": decision_counts(result, verdict_rows, len(supporting_rows), untested),
         "input_warnings": [str(w) for w in d.get("warnings") or []],
         "alpha": fmt_value(d.get("alpha")),
         "adjustment": multiplicity_label(str(d.get("multiplicity"))),
         "verdict_rows": verdict_rows,
+        "top_findings": top[:TOP_FINDINGS],
+        "n_more_findings": max(len(top) - TOP_FINDINGS, 0),
+        "finding_groups": findings_by_attribute(verdict_rows, protected),
+        "overview": overview_view(result),
         "supporting_rows": supporting_rows,
         "n_undetermined": sum(1 for f in verdict_rows if f["decision"] == "undetermined"),
         "gap_null": decisions.gap_null,
