@@ -20,6 +20,7 @@ from fairengine.fliptest import FlipTestConfig, run_fliptest
 from fairengine.fliptest.method import make_estimator, map_device
 from fairengine.individual import IndividualConfig, run_individual_fairness
 from fairengine.individual.attack import resolve_device as attack_device
+from fairengine.individual.result import IndividualFairnessDetails
 from fairengine.permutation import PermutationConfig, permutation_test, run_permutation_tests
 from fairengine.permutation.config import resolve_backend
 from fairengine.permutation.result import PermutationDetails
@@ -175,7 +176,8 @@ def test_individual_records_the_device_and_fails_loudly(gpus) -> None:
     res = run_individual_fairness(ds, IndividualConfig(steps=5, num_threads=1), model=model)
     assert res.status == "ok", res.reason
     assert (res.parameters["device"], res.parameters["device_requested"]) == ("cpu", "auto")
-    assert res.details["attack"]["device"] == "cpu"
+    assert isinstance(res.details, IndividualFairnessDetails)
+    assert res.details.attack.device == "cpu"
     with pytest.raises(ConfigError, match=r"methods\.individual_fairness\.device is 'cuda'"):
         run_individual_fairness(ds, IndividualConfig(steps=5, device="cuda"), model=model)
 

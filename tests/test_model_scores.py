@@ -321,7 +321,10 @@ def test_pyfunc_with_two_probability_columns(store, data) -> None:
     ds = AuditDataset.from_frame(data.assign(**{SCORE_COLUMN: scored.scores}), roles)
     cfg = IndividualConfig(steps=5, max_rows=200, black_box="finite_difference")
     res = run_individual_fairness(ds, cfg, seed=0, model=handles.model)
-    assert res.status == "ok" and res.details["model"]["kind"] == "SourceProbability"
+    from fairengine.individual.result import IndividualFairnessDetails
+
+    assert res.status == "ok" and isinstance(res.details, IndividualFairnessDetails)
+    assert res.details.model.kind == "SourceProbability"
 
 
 def test_hard_label_pyfunc_is_an_error_unless_score_type_label(store, data) -> None:
