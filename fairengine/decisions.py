@@ -578,9 +578,9 @@ def decide_family(
                 parts=tuple(MonteCarloPart(names[k], int(s[k]), int(n[k])) for k in sel),
                 resamples_needed=needed.get(i),
                 resample_cap=max((int(schedules[k][-1]) for k in sel), default=0),
-                cap_setting=(
+                cap_setting=(  # the setting of the cap that binds: the smaller one
                     resampler.cap_setting(t.key)  # type: ignore[union-attr]
-                    if capped and caps.get(i) is not None
+                    if capped and (caps.get(i) or math.inf) < settings.max_resamples
                     else SETTINGS_CAP
                 ),
             )

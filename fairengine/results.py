@@ -376,7 +376,7 @@ class MethodResult:
         raw = d.get("details") or {}
         details: MethodDetails
         kind = details_type(name)
-        if not raw and d.get("status", "ok") != "ok":
+        if not raw:  # a method that did not run, or wrote no details
             details = NoDetails()
         elif kind is None:
             details = UnknownDetails(data=raw, note=f"no details type registered for {name!r}")
