@@ -81,9 +81,9 @@ def encoding_rates(
             binomial=not m.weighted,
         )
         base_pairs = [
-            LiftRatePair(**numbers, lift_gap=_lift_gap(base, pair))
+            LiftRatePair(**numbers.numbers(), lift_gap=_lift_gap(base, pair))
             if lift_compat
-            else RatePair(**numbers)
+            else RatePair(**numbers.numbers())
             for numbers, pair in zip(pair_numbers(cats, base, gaps, level), gaps.pairs, strict=True)
         ]
     if "model" not in levels:
@@ -95,9 +95,9 @@ def encoding_rates(
         gaps = rate_pair_gaps(m, r, tolerance=0.0, level=level)
         empty = r["n"] == 0
         prediction_pairs[name] = [
-            LiftPredictionPair(**numbers, pvalue=float(p), lift_gap=_lift_gap(r, (a, b)))
+            LiftPredictionPair(**numbers.numbers(), pvalue=float(p), lift_gap=_lift_gap(r, (a, b)))
             if lift_compat
-            else PredictionPair(**numbers, pvalue=float(p))
+            else PredictionPair(**numbers.numbers(), pvalue=float(p))
             for numbers, (a, b), p in zip(
                 pair_numbers(cats, r, gaps, level), gaps.pairs, gaps.pvalue, strict=True
             )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from fairengine.group_parity.result import PairNumbers
 from fairengine.results import MethodDetails
 
 
@@ -91,22 +92,10 @@ class MetricsGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RatePair:
-    """A pair (a, b) of groups (a before b) for one rate: the signed gap r_a − r_b with its
-    interval, |gap|, the ratio r_a/r_b with its log interval, the disparate-impact ratio
-    min/max and the four-fifths flag (ratio < 0.8)."""
-
-    a: str
-    b: str
-    gap: float
-    abs_gap: float
-    gap_low: float
-    gap_high: float
-    ratio: float
-    ratio_low: float
-    ratio_high: float
-    impact_ratio: float
-    four_fifths_violated: bool
+class RatePair(PairNumbers):
+    """A pair (a, b) of groups (a before b) for one rate: group parity's
+    :class:`~fairengine.group_parity.result.PairNumbers` (gap, ratio, impact ratio, four-fifths
+    flag)."""
 
     def reported_gap(self, lift_compat: bool) -> float:
         """The |gap| the suite reports: LiFT's with ``lift_compat``, else the exact one."""

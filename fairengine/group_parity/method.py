@@ -354,7 +354,7 @@ def _pairs(
     :func:`exact_gaps` chose."""
     choice = chosen[name]
     return tuple(
-        ParityPair(**numbers, pvalue=float(choice.gaps.pvalue[k]), test=choice.tests[k])
+        ParityPair(**numbers.numbers(), pvalue=float(choice.gaps.pvalue[k]), test=choice.tests[k])
         for k, numbers in enumerate(pair_numbers(cats, rates[name], choice.gaps, level))
     )
 

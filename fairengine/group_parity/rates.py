@@ -5,13 +5,11 @@ sufficient statistics of :mod:`fairengine.counts` (one pass over the rows): the 
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import numpy as np
 
 from fairengine.counts import GroupLabelMoments
 from fairengine.dataset import AuditDataset
-from fairengine.group_parity.result import RateName
+from fairengine.group_parity.result import PairNumbers, RateName
 from fairengine.intervals import wald_interval, wilson_interval
 from fairengine.rate_gap import RateGaps, effective_sample_size, rate_gaps, rate_ratios
 
@@ -81,24 +79,6 @@ def rate_pair_gaps(
         binomial=moments.hard and not moments.weighted,
         n_effective=rate.get("n_effective") if moments.hard else None,
     )
-
-
-class PairNumbers(TypedDict):
-    """The numbers every pair table holds for a pair (a, b) of one rate: the signed gap
-    r_a − r_b with its interval, |gap|, the ratio r_a/r_b with its log interval, the
-    disparate-impact ratio min/max and the four-fifths flag (ratio < 0.8)."""
-
-    a: str
-    b: str
-    gap: float
-    abs_gap: float
-    gap_low: float
-    gap_high: float
-    ratio: float
-    ratio_low: float
-    ratio_high: float
-    impact_ratio: float
-    four_fifths_violated: bool
 
 
 def pair_numbers(

@@ -7,8 +7,8 @@ P(ŷ=1 | y=0, g) (equalized odds); hard or expected predictions (``prediction``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from fairengine.results import MethodDetails
 
@@ -52,13 +52,12 @@ class ParityGroup:
     rates: GroupRates
 
 
-@dataclass(frozen=True)
-class ParityPair:
-    """One pair (a, b) of groups (a before b in category order) for one rate: the signed gap
-    r_a − r_b with its interval, |gap|, the tolerance p-value of H0: |gap| ≤ τ and the ``test``
-    that gave it (Newcombe inversion, Wald inversion or the exact unconditional test), the
-    ratio r_a/r_b with its log (delta-method) interval, the disparate-impact ratio min/max and
-    whether it is below 0.8 (four-fifths rule)."""
+@dataclass(frozen=True, kw_only=True)
+class PairNumbers:
+    """The numbers every pair table holds for a pair (a, b) of groups (a before b in category
+    order) of one rate: the signed gap r_a − r_b with its interval, |gap|, the ratio r_a/r_b with
+    its log (delta-method) interval, the disparate-impact ratio min/max and whether it is below
+    0.8 (four-fifths rule); :func:`fairengine.group_parity.rates.pair_numbers` computes them."""
 
     a: str
     b: str
@@ -66,13 +65,26 @@ class ParityPair:
     abs_gap: float
     gap_low: float
     gap_high: float
-    pvalue: float
-    test: str
     ratio: float
     ratio_low: float
     ratio_high: float
     impact_ratio: float
     four_fifths_violated: bool
+
+    def numbers(self) -> dict[str, Any]:
+        """These numbers as keyword arguments (to build a pair type that extends them; typed
+        Any because each keyword has its own type, checked by the dataclass it builds)."""
+        return {f.name: getattr(self, f.name) for f in fields(PairNumbers)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParityPair(PairNumbers):
+    """One pair of groups for one rate (:class:`PairNumbers`) with the tolerance p-value of
+    H0: |gap| ≤ τ and the ``test`` that gave it (Newcombe inversion, Wald inversion or the
+    exact unconditional test)."""
+
+    pvalue: float
+    test: str
 
 
 @dataclass(frozen=True)
