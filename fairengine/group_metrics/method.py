@@ -27,7 +27,6 @@ difference).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from fairengine.group_metrics.encoding import Encoding
 from fairengine.group_metrics.performance import (
     AUTO_AUC_BINS,
     AucPlan,
+    SuiteInputs,
     encoding_performance,
     load_custom_metric,
 )
@@ -166,11 +166,10 @@ def run_group_metrics(
         )
 
     findings: list[Finding] = []
+    inputs = SuiteInputs(dataset, cfg, table, levels, perf_names, auc, customs)
     by_encoding: dict[str, EncodingMetrics] = {}
     for enc in encodings:
-        by_encoding[enc.name] = _audit_encoding(
-            enc, dataset, cfg, table, levels, perf_names, auc, customs, findings, warnings
-        )
+        by_encoding[enc.name] = _audit_encoding(enc, inputs, findings, warnings)
     auc_setup: AucSetup | AucNotApplicable = (
         AucNotApplicable(method=None, applicable=False, reason=LABEL_AUC_REASON)
         if auc_not_applicable
@@ -220,20 +219,12 @@ def run_group_metrics(
 
 
 def _audit_encoding(
-    enc: Encoding,
-    dataset: AuditDataset,
-    cfg: GroupMetricsConfig,
-    table: GroupTable,
-    levels: list[str],
-    perf_names: list[str],
-    auc: AucPlan,
-    customs: dict[str, Callable[..., float]],
-    findings: list[Finding],
-    warnings: list[str],
+    enc: Encoding, inputs: SuiteInputs, findings: list[Finding], warnings: list[str]
 ) -> EncodingMetrics:
     """The suite for one encoding: its details; appends its findings and warnings (in the
     order: largest gaps and impact ratio, distances with the skews' indices, AUC, the parity
     and performance benefit vectors' indices)."""
+    cfg, levels = inputs.cfg, inputs.levels
     m = enc.moments
     cats = m.categories
     level = cfg.confidence_level
@@ -243,9 +234,7 @@ def _audit_encoding(
     findings += gap_findings(rates, enc, compat, level)
     benefits: dict[str, Benefit] = {}
     distances = encoding_distances(enc, cfg, levels, findings, warnings, benefits)
-    performance, perf = encoding_performance(
-        enc, dataset, cfg, table, levels, perf_names, auc, customs, findings, warnings
-    )
+    performance, perf = encoding_performance(enc, inputs, findings, warnings)
 
     # ------------------------------------------------------------ benefit vectors
     pairs = rates.all_pairs()

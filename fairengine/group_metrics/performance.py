@@ -65,22 +65,30 @@ def load_custom_metric(target: str) -> Callable[..., float]:
     return fn
 
 
+@dataclass(frozen=True)
+class SuiteInputs:
+    """What every encoding of one run of the suite is audited with: the dataset, the settings,
+    the group table, the levels audited, the performance metrics asked for, the AUC plan and the
+    custom metrics (loaded)."""
+
+    dataset: AuditDataset
+    cfg: GroupMetricsConfig
+    table: GroupTable
+    levels: list[str]
+    perf_names: list[str]
+    auc: AucPlan
+    customs: dict[str, Callable[..., float]]
+
+
 def encoding_performance(
-    enc: Encoding,
-    dataset: AuditDataset,
-    cfg: GroupMetricsConfig,
-    table: GroupTable,
-    levels: list[str],
-    perf_names: list[str],
-    auc: AucPlan,
-    customs: dict[str, Callable[..., float]],
-    findings: list[Finding],
-    warnings: list[str],
+    enc: Encoding, inputs: SuiteInputs, findings: list[Finding], warnings: list[str]
 ) -> tuple[list[dict[str, Performance]], dict[str, np.ndarray]]:
     """The performance of every group of ``enc``: per group the metrics by name (for the
     details) and per metric the values over the groups (for the benefit vectors). The AUC
     appends its findings (``auc.<encoding>.<group>``, ``auc_gap.<encoding>.<a>_<b>``) and
     warnings."""
+    dataset, cfg, table, levels = inputs.dataset, inputs.cfg, inputs.table, inputs.levels
+    perf_names, auc, customs = inputs.perf_names, inputs.auc, inputs.customs
     m = enc.moments
     level = cfg.confidence_level
     per_group: list[dict[str, Performance]] = [{} for _ in m.categories]
