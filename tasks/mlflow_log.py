@@ -345,7 +345,7 @@ def log_audit(
     if existing is not None:  # idempotent: one audit id, one finished run
         _warn("audit %s is already logged as MLflow run %s", result.audit_id, existing)
         artifact_uri = client.get_run(existing).info.artifact_uri
-        _tag_model_version(client, result, existing, artifact_uri, tag_model_version)
+        tag_audited_version(client, result, existing, artifact_uri, tag_model_version)
         return {
             "run_id": existing,
             "experiment_id": exp_id,
@@ -377,25 +377,7 @@ def log_audit(
             client.log_batch(
                 run_id, params=[mlflow.entities.Param(k, v) for k, v in items[i : i + 100]]
             )
-        metrics = result.flat_metrics()
-        metrics["verdict_fail"] = float(result.verdict.status == "fail")
-        if result.decisions is not None:  # counts behind the verdict (deciding tests only)
-            metrics["tests_rejected"] = float(result.decisions.n_rejected)
-            metrics["tests_undetermined"] = float(result.decisions.n_undetermined)
-        ts = int(time.time() * 1000)
-        entries = [mlflow.entities.Metric(k, v, ts, 0) for k, v in sorted(metrics.items())]
-        for i in range(0, len(entries), 500):
-            client.log_batch(run_id, metrics=entries[i : i + 500])
-        client.log_dict(run_id, result.to_dict(), "audit/audit.json")
-        client.log_text(run_id, html, REPORT_ARTIFACT)
-        log_findings_table(client, run_id, result)
-        if pdf is not None:
-            _log_file_as(client, run_id, pdf, PDF_ARTIFACT)
-        with tempfile.TemporaryDirectory(prefix="fairengine-artifacts-") as tmp:
-            for method in stage_method_artifacts(result.methods, Path(tmp)):
-                client.log_artifacts(
-                    run_id, str(Path(tmp) / method), f"{METHOD_ARTIFACTS_DIR}/{method}"
-                )
+        log_audit_record(client, run_id, result, html, pdf=pdf)
         client.set_terminated(run_id, "FINISHED")
     except BaseException:
         discard_partial_run(client, run_id)
@@ -404,7 +386,7 @@ def log_audit(
         _OPEN_RUNS.pop(run_id, None)
     artifact_uri = client.get_run(run_id).info.artifact_uri
     name, version = model.get("name"), model.get("version")
-    _tag_model_version(client, result, run_id, artifact_uri, tag_model_version)
+    tag_audited_version(client, result, run_id, artifact_uri, tag_model_version)
     if approve_alias and name and version and result.verdict.status == "pass":
         client.set_registered_model_alias(name, approve_alias, str(version))
     return {
@@ -413,6 +395,52 @@ def log_audit(
         "artifact_uri": artifact_uri,
         "tracking_uri": tracking_uri,
     }
+
+
+def audit_metrics(result: AuditResult) -> dict[str, float]:
+    """The audit's MLflow metrics: :meth:`~fairengine.results.AuditResult.flat_metrics`, plus
+    ``verdict_fail`` (1 for a FAIL verdict, else 0) and the counts behind the verdict
+    (``tests_rejected``, ``tests_undetermined``: deciding tests only)."""
+    metrics = result.flat_metrics()
+    metrics["verdict_fail"] = float(result.verdict.status == "fail")
+    if result.decisions is not None:
+        metrics["tests_rejected"] = float(result.decisions.n_rejected)
+        metrics["tests_undetermined"] = float(result.decisions.n_undetermined)
+    return metrics
+
+
+def log_audit_record(
+    client: Any,
+    run_id: str,
+    result: AuditResult,
+    html: str,
+    *,
+    pdf: Path | None = None,
+    metric_prefix: str = "",
+) -> dict[str, float]:
+    """Log the audit into the existing run ``run_id``: :func:`audit_metrics` (each name after
+    ``metric_prefix``), ``audit/audit.json``, :data:`REPORT_ARTIFACT`, :data:`PDF_ARTIFACT`
+    (the file ``pdf``, when given), the findings table (:func:`log_findings_table`) and the
+    methods' artifact files (:func:`stage_method_artifacts`). Used by :func:`log_audit` and by
+    the MLflow evaluator (``flows/mlflow_evaluator.py``); returns the metrics as logged."""
+    import mlflow
+
+    metrics = {f"{metric_prefix}{k}": v for k, v in audit_metrics(result).items()}
+    ts = int(time.time() * 1000)
+    entries = [mlflow.entities.Metric(k, v, ts, 0) for k, v in sorted(metrics.items())]
+    for i in range(0, len(entries), 500):
+        client.log_batch(run_id, metrics=entries[i : i + 500])
+    client.log_dict(run_id, result.to_dict(), "audit/audit.json")
+    client.log_text(run_id, html, REPORT_ARTIFACT)
+    log_findings_table(client, run_id, result)
+    if pdf is not None:
+        _log_file_as(client, run_id, pdf, PDF_ARTIFACT)
+    with tempfile.TemporaryDirectory(prefix="fairengine-artifacts-") as tmp:
+        for method in stage_method_artifacts(result.methods, Path(tmp)):
+            client.log_artifacts(
+                run_id, str(Path(tmp) / method), f"{METHOD_ARTIFACTS_DIR}/{method}"
+            )
+    return metrics
 
 
 def logged_audit_run(client: Any, experiment_id: str, audit_id: str) -> str | None:
@@ -425,7 +453,7 @@ def logged_audit_run(client: Any, experiment_id: str, audit_id: str) -> str | No
     return runs[0].info.run_id if runs else None
 
 
-def _tag_model_version(
+def tag_audited_version(
     client: Any, result: AuditResult, run_id: str, artifact_uri: str, enabled: bool
 ) -> None:
     """Tag the audited model version (when there is one) with the audit's verdict and run."""
