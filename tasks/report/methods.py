@@ -9,6 +9,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from fairengine.results import MethodDetails, MethodResult, NoDetails
@@ -22,6 +23,15 @@ from tasks.report.format import (
     fmt_seconds,
     fmt_value,
     slug,
+)
+from tasks.report.views import (
+    fliptest,
+    group_metrics,
+    group_parity,
+    individual_fairness,
+    intersectional,
+    mitigation,
+    permutation_tests,
 )
 
 log = logging.getLogger(__name__)
@@ -67,26 +77,21 @@ def register_view(method: str, view: MethodView) -> None:
     VIEWS[method] = view
 
 
-def _register_built_in() -> None:
-    from tasks.report.views import (
-        fliptest,
-        group_metrics,
-        group_parity,
-        individual_fairness,
-        intersectional,
-        mitigation,
-        permutation_tests,
-    )
+BUILT_IN_VIEWS: tuple[ModuleType, ...] = (
+    group_parity,
+    group_metrics,
+    permutation_tests,
+    intersectional,
+    fliptest,
+    individual_fairness,
+    mitigation,
+)
+"""The view modules of the built-in methods (each: ``METHOD``, ``DETAILS``, ``view``,
+``TEMPLATE``)."""
 
-    for module in (
-        group_parity,
-        group_metrics,
-        permutation_tests,
-        intersectional,
-        fliptest,
-        individual_fairness,
-        mitigation,
-    ):
+
+def _register_built_in() -> None:
+    for module in BUILT_IN_VIEWS:
         register_view(module.METHOD, MethodView(module.DETAILS, module.view, module.TEMPLATE))
 
 
