@@ -33,6 +33,7 @@ from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
+from tasks.audit_events import emit_audit_events
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
@@ -223,6 +224,8 @@ def audit_flow(
             if outputs:
                 mlflow_info = {**mlflow_info, **outputs}
     logger.info("Report: %s", paths["report"])
+    # alerts: fairengine.audit.completed (and .failed on FAIL) for Prefect automations
+    emit_audit_events(result, mlflow_info, paths, logger)
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
 
 

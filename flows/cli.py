@@ -256,6 +256,7 @@ def _build_parser() -> argparse.ArgumentParser:
     log.add_argument(
         "--experiment", default=None, help="experiment (default: the audit's mlflow.experiment)"
     )
+    _add_history_parser(sub, common)
     return parser
 
 
@@ -313,6 +314,8 @@ def _main(argv: list[str] | None) -> int:
             return _server(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "history":
+            return _history(args)
         return _audit(args)
     except AuditInterrupted as exc:
         hard_exit(128 + exc.signum)
@@ -604,6 +607,60 @@ def _print_outcome(run) -> None:
         elif registration:
             print(f"Mitigated:   not registered because {registration['reason']}")
         print(f"Browse:      mlflow ui --backend-store-uri {run.mlflow['tracking_uri']}")
+
+
+# --------------------------------------------------------------------------- fairengine history
+def _add_history_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    history = sub.add_parser(
+        "history",
+        help="list past audits from MLflow (date, model version, verdict, counts, run id)",
+        description="List the audits recorded in MLflow, newest first: when each ran, the "
+        "audited model's name and version, the verdict, the counts of rejected / not rejected / "
+        "undetermined deciding tests, and the MLflow run id (audit runs and evaluation runs "
+        "of the fairengine evaluator).",
+        parents=[common],
+    )
+    history.add_argument("--model", "-m", default=None, help="only audits of this registered model")
+    history.add_argument(
+        "--experiment", "-e", default=None, help="only this experiment (default: every one)"
+    )
+    history.add_argument(
+        "--format",
+        "-f",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="output format (default table)",
+    )
+    history.add_argument(
+        "--limit", "-n", type=int, default=20, help="at most this many audits (default 20)"
+    )
+    history.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow store or server (default: $MLFLOW_TRACKING_URI, else "
+        "$FAIRENGINE_HOME/mlflow.db)",
+    )
+
+
+def _history(args: argparse.Namespace) -> int:
+    from fairengine.errors import MlflowUnavailableError
+    from tasks.audit_history_list import format_entries, list_audits
+    from tasks.mlflow_store import check_tracking_store
+    from tasks.settings import default_tracking_uri
+
+    tracking_uri = args.tracking_uri or default_tracking_uri()
+    store = check_tracking_store(tracking_uri)
+    if not store.reachable:
+        raise MlflowUnavailableError(f"{store.reason}; cannot list audits")
+    db = tracking_uri.split("sqlite:///", 1)[1] if tracking_uri.startswith("sqlite:///") else None
+    if db is not None and not Path(db).expanduser().is_file():  # nothing logged: none created
+        entries = []
+    else:
+        entries = list_audits(
+            tracking_uri, model=args.model, experiment=args.experiment, limit=args.limit
+        )
+    print(format_entries(entries, args.format).rstrip("\n"))
+    return 0
 
 
 if __name__ == "__main__":
