@@ -20,8 +20,8 @@ counts and the whole top-findings table; (b) nothing is clipped horizontally: wi
 wider than the window, and the summary tables (top findings, the overview matrix) fit without
 scrolling; (c) with every ``<details>`` closed, the COMPAS report is under 4 viewport heights;
 (e) screenshots (first viewport, full page closed, first 10 screens opened) are saved under
-``test-artifacts/``. The COMPAS render time (:func:`tasks.report.render_report`) is measured and
-printed (target under 2 s).
+``test-artifacts/``. The COMPAS render time (target under 2 s) is a benchmark, not a test:
+``benchmarks/report_render_compas.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ pytestmark = pytest.mark.flow
 REPO = Path(__file__).resolve().parents[1]
 VIEWPORT = {"width": 1400, "height": 900}
 COMPAS_MAX_HEIGHT = 4 * VIEWPORT["height"]
-RENDER_TARGET_S = 2.0
 OPEN_SHOT_HEIGHT = 9000
 """The screenshot with every ``<details>`` open shows the first 9,000 px (10 screens)."""
 AUDITS = ("demo", "compas", "adult")
@@ -322,16 +321,3 @@ def test_screenshots_are_saved(pages: dict[str, dict[str, Any]]) -> None:
     for data in pages.values():
         for shot in data["shots"].values():
             assert shot.stat().st_size > 20_000, shot
-
-
-def test_compas_render_time(audits: dict[str, Any]) -> None:
-    from tasks.report import render_report
-
-    result = audits["compas"].result
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        render_report(result)
-        times.append(time.perf_counter() - start)
-    print(f"COMPAS render_report: {', '.join(f'{t:.2f}' for t in times)} s (target < 2 s)")
-    assert min(times) < RENDER_TARGET_S
