@@ -14,6 +14,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -241,3 +242,57 @@ def test_the_console_command_prints_csv(audits: dict[str, Any]) -> None:
     assert [r["verdict"] for r in rows] == [
         runs[k].result.verdict.status for k in ("scores", "2", "1")
     ]
+
+
+def test_evaluation_runs_and_counts_read_from_audit_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An evaluation run (the evaluator's ``fairness.``-prefixed count metrics) is listed; a
+    count that no metric carries comes from the run's audit.json, and is empty (``-`` / null)
+    when that artifact is missing; runs that are not audits are not listed."""
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    exp = client.create_experiment("evals", artifact_location=(tmp_path / "art").as_uri())
+    evaluation = client.create_run(
+        exp,
+        tags={"fairness.audit_id": "e1", "fairness.verdict": "fail", "fairness.kind": "evaluation"},
+    ).info.run_id
+    client.log_metric(evaluation, "fairness.tests_rejected", 2)
+    client.log_metric(evaluation, "fairness.tests_undetermined", 1)
+    client.log_dict(evaluation, {"decisions": {"n_not_rejected": 5}}, "audit/audit.json")
+    client.set_terminated(evaluation)
+    time.sleep(0.05)  # a later start time: listed first
+    bare = client.create_run(exp, tags={"fairness.audit_id": "b1", "fairness.kind": "audit"})
+    client.set_terminated(bare.info.run_id)
+    client.set_terminated(client.create_run(exp, tags={"other": "run"}).info.run_id)
+    unfinished = client.create_run(exp, tags={"fairness.audit_id": "u1"})  # still running
+    assert unfinished.info.status == "RUNNING"
+
+    code, out = _history(capsys, uri, "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["run_id"] for r in rows] == [bare.info.run_id, evaluation]
+    assert rows[1] | {"started": None} == {
+        "started": None,
+        "model_name": None,
+        "model_version": None,
+        "verdict": "fail",
+        "rejected": 2,
+        "not_rejected": 5,
+        "undetermined": 1,
+        "run_id": evaluation,
+        "audit_id": "e1",
+        "kind": "evaluation",
+        "experiment": "evals",
+    }
+    assert [rows[0][k] for k in ("verdict", "rejected", "not_rejected", "undetermined")] == [
+        None,
+        None,
+        None,
+        None,
+    ]
+    code, out = _history(capsys, uri)
+    bare_line = next(x for x in out.splitlines() if bare.info.run_id in x)
+    assert bare_line.split()[2:8] == ["-"] * 6
