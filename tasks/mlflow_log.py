@@ -400,11 +400,12 @@ def log_audit(
 def audit_metrics(result: AuditResult) -> dict[str, float]:
     """The audit's MLflow metrics: :meth:`~fairengine.results.AuditResult.flat_metrics`, plus
     ``verdict_fail`` (1 for a FAIL verdict, else 0) and the counts behind the verdict
-    (``tests_rejected``, ``tests_undetermined``: deciding tests only)."""
+    (``tests_rejected``, ``tests_not_rejected``, ``tests_undetermined``: deciding tests only)."""
     metrics = result.flat_metrics()
     metrics["verdict_fail"] = float(result.verdict.status == "fail")
     if result.decisions is not None:
         metrics["tests_rejected"] = float(result.decisions.n_rejected)
+        metrics["tests_not_rejected"] = float(result.decisions.n_not_rejected)
         metrics["tests_undetermined"] = float(result.decisions.n_undetermined)
     return metrics
 

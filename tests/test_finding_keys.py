@@ -273,7 +273,9 @@ def test_every_flat_metric_survives_a_real_mlflow_store(
     )
     logged = MlflowClient(tracking_uri=uri).get_run(info["run_id"]).data.metrics
     flat = tricky_audit.flat_metrics()
-    assert len(logged) == len(flat) + 3  # + verdict_fail, tests_rejected, tests_undetermined
+    # + verdict_fail and the counts: tests_rejected, tests_not_rejected, tests_undetermined
+    assert len(logged) == len(flat) + 4
+    assert logged["tests_not_rejected"] == tricky_audit.decisions.n_not_rejected
     assert tricky_audit.decisions is not None
     assert logged["tests_undetermined"] == tricky_audit.decisions.n_undetermined
     assert {k: logged[k] for k in flat} == flat

@@ -151,6 +151,7 @@ def test_evaluate_logs_the_audit_into_the_evaluation_run(
     expected = {f"fairness.{k}": v for k, v in cli.flat_metrics().items()}
     expected["fairness.verdict_fail"] = float(cli.verdict.status == "fail")
     expected["fairness.tests_rejected"] = float(cli.decisions.n_rejected)
+    expected["fairness.tests_not_rejected"] = float(cli.decisions.n_not_rejected)
     expected["fairness.tests_undetermined"] = float(cli.decisions.n_undetermined)
     assert result.metrics == pytest.approx(expected)
     assert cli.verdict.status == "fail"  # x2 carries sex: the model's rates differ by sex
