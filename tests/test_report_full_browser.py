@@ -220,7 +220,7 @@ def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data
 
 def test_print_stylesheet_applies(page_data: dict) -> None:
     assert page_data["print"]["toc"] == "none"
-    assert page_data["print"]["figure"] == "31%"
+    assert page_data["print"]["figure"] == "48%"  # two per row: plot text >= 11 px on A4
 
 
 def test_report_file_is_small(report: Path) -> None:
