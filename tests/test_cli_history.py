@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -50,19 +51,42 @@ def _frame(shift: float, seed: int) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def audits(tmp_path_factory: pytest.TempPathFactory, prefect_server: None) -> dict[str, Any]:
-    """Three audits in one store: model v1 (pass), model v2 (fail), a score column."""
+def audits(
+    tmp_path_factory: pytest.TempPathFactory, prefect_server: None
+) -> Iterator[dict[str, Any]]:
+    """Three audits in one store: model v1 (pass), model v2 (fail), a score column. MLflow's
+    tracking and registry URIs (``set_tracking_uri`` also sets ``$MLFLOW_TRACKING_URI``) are
+    restored afterwards, so later test modules keep the suite's isolated store."""
     import mlflow
     from mlflow import MlflowClient
-    from sklearn.linear_model import LogisticRegression
-
-    from flows.audit import audit_flow
+    from mlflow.tracking._model_registry import utils as registry_state
+    from mlflow.tracking._tracking_service import utils as tracking_state
 
     tmp = tmp_path_factory.mktemp("history")
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+    saved_env = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+    saved = (tracking_state._tracking_uri, registry_state._registry_uri)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
+    try:
+        yield _history_audits(client, uri, tmp)
+    finally:
+        tracking_state._tracking_uri, registry_state._registry_uri = saved
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _history_audits(client: Any, uri: str, tmp: Path) -> dict[str, Any]:
+    import mlflow
+    from sklearn.linear_model import LogisticRegression
+
+    from flows.audit import audit_flow
+
     exp = client.create_experiment("train", artifact_location=(tmp / "art").as_uri())
     methods = {
         "permutation_tests": {"n_permutations": 199},
