@@ -56,9 +56,9 @@ for _key, _value in {
 
 import matplotlib  # noqa: E402
 
-import fairengine.registry  # noqa: E402,F401  (registers the methods' details types for from_json)
 import tasks.report as report  # noqa: E402
 import tasks.report.plots as report_plots  # noqa: E402
+from fairengine.audit_file import load_audit  # noqa: E402
 from fairengine.results import AuditResult  # noqa: E402
 from tasks.report.methods import BUILT_IN_VIEWS as VIEW_MODULES  # noqa: E402
 
@@ -80,10 +80,9 @@ sys.path.insert(0, {repo!r})
 os.environ.setdefault("MPLBACKEND", "Agg")
 t0 = time.perf_counter()
 from tasks.report import render_report
-import fairengine.registry  # the methods' details types, so from_json reads them typed
-from fairengine.results import AuditResult
+from fairengine.audit_file import load_audit
 t1 = time.perf_counter()
-result = AuditResult.from_json(open({path!r}, encoding="utf-8").read())
+result = load_audit({path!r})
 t2, c2 = time.perf_counter(), time.process_time()
 render_report(result)
 t3, c3 = time.perf_counter(), time.process_time()
@@ -161,7 +160,7 @@ def build_or_load(args: argparse.Namespace) -> tuple[AuditResult, str, float | N
     """The audit result, a description of where it came from and its build time."""
     if args.audit_json:
         path = Path(args.audit_json)
-        result = AuditResult.from_json(path.read_text(encoding="utf-8"))
+        result = load_audit(path)
         name = (result.config or {}).get("name")
         return result, f"`{path}` (audit {name!r}, saved by an earlier `--write-json`)", None
     from report_full_audit import build_full_audit

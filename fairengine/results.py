@@ -13,10 +13,8 @@ reverses that.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -306,13 +304,8 @@ def register_details(method: str, details: type[MethodDetails]) -> None:
 
 def details_type(method: str) -> type[MethodDetails] | None:
     """The details type registered for ``method`` (None: read as :class:`UnknownDetails`).
-
-    The built-in methods register theirs when :mod:`fairengine.registry` is imported; a process
-    that reads an ``audit.json`` without having imported it (a report re-rendered from a file)
-    imports it here, once, so built-in details are never read as untyped. The import is by name
-    because the registry imports this module (a late binding, not a cycle at import time)."""
-    if method not in _DETAIL_TYPES and "fairengine.registry" not in sys.modules:
-        importlib.import_module("fairengine.registry")
+    The built-in methods register theirs when :mod:`fairengine.registry` is imported;
+    :func:`fairengine.audit_file.read_audit` does that before reading a file."""
     return _DETAIL_TYPES.get(method)
 
 
@@ -379,7 +372,11 @@ class MethodResult:
         if not raw:  # a method that did not run, or wrote no details
             details = NoDetails()
         elif kind is None:
-            details = UnknownDetails(data=raw, note=f"no details type registered for {name!r}")
+            details = UnknownDetails(
+                data=raw,
+                note=f"no details type registered for {name!r} (fairengine.audit_file."
+                "read_audit reads a file with every built-in method's type)",
+            )
         else:
             try:
                 details = kind.from_dict(raw)

@@ -413,8 +413,8 @@ def _sample_size(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace) -> int:
+    from fairengine.audit_file import load_audit
     from fairengine.errors import ConfigError, MlflowUnavailableError
-    from fairengine.results import AuditResult
     from tasks.mlflow_log import log_audit
     from tasks.mlflow_store import check_tracking_store
     from tasks.settings import default_tracking_uri
@@ -425,7 +425,7 @@ def _log(args: argparse.Namespace) -> int:
         if not needed.is_file():
             raise ConfigError(f"{str(needed)!r} does not exist; give the audit.json of an audit")
     try:
-        result = AuditResult.from_json(path.read_text(encoding="utf-8"))
+        result = load_audit(path)
     except (ValueError, KeyError) as exc:
         raise ConfigError(f"{str(path)!r} is not a FairEngine audit result: {exc}") from None
     settings = result.config.get("mlflow") or {}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fairengine.audit_file import read_audit
 from fairengine.group_parity.result import (
     AttributeParity,
     ExactSettings,
@@ -531,7 +532,7 @@ def test_nan_and_infinity_render_as_text() -> None:
         verdict=Verdict("pass", "Nothing rejected."),
         metadata={},
     )
-    html = render_report(AuditResult.from_json(result.to_json()))  # through the JSON form
+    html = render_report(read_audit(result.to_json()))  # through the JSON form
     assert "[1.5000, ∞]" in html
     assert "[NaN, NaN]" in html
     assert "3.210e-05" in html
