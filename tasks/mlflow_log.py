@@ -15,6 +15,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -388,7 +389,9 @@ def log_audit(
     name, version = model.get("name"), model.get("version")
     tag_audited_version(client, result, run_id, artifact_uri, tag_model_version)
     if approve_alias and name and version and result.verdict.status == "pass":
-        client.set_registered_model_alias(name, approve_alias, str(version))
+        repeat_lost_race(
+            lambda: client.set_registered_model_alias(name, approve_alias, str(version))
+        )
     return {
         "run_id": run_id,
         "experiment_id": exp_id,
@@ -467,7 +470,35 @@ def tag_audited_version(
         TAGS.audit_id: result.audit_id,
         TAGS.report_uri: f"{artifact_uri}/{REPORT_ARTIFACT}",
     }.items():
-        client.set_model_version_tag(name, str(version), key, value)
+        set_version_tag(client, name, str(version), key, value)
+
+
+CONCURRENT_TAG_WRITE = ("UNIQUE constraint failed", "duplicate key value violates unique")
+"""Messages of a tag insert that lost a race: MLflow's SQL store sets a model-version tag by
+select-then-insert (``session.merge``), so two audits of the same version (a webhook and a
+sensor, a duplicate delivery) finishing together can both insert; the loser's server answers
+BAD_REQUEST with the database's unique-constraint error (SQLite, PostgreSQL wording)."""
+
+
+def set_version_tag(
+    client: Any, name: str, version: str, key: str, value: str, *, attempts: int = 3
+) -> None:
+    """``client.set_model_version_tag``, through :func:`repeat_lost_race`."""
+    repeat_lost_race(lambda: client.set_model_version_tag(name, version, key, value), attempts)
+
+
+def repeat_lost_race(write: Callable[[], object], attempts: int = 3) -> None:
+    """Run a registry ``write``, repeated (at most ``attempts`` times) only when it lost a race
+    with a concurrent write of the same row (:data:`CONCURRENT_TAG_WRITE`): the row exists by
+    then, so the repeat updates it. Any other error is raised at once."""
+    for attempt in range(1, attempts + 1):
+        try:
+            write()
+            return
+        except Exception as exc:
+            if attempt == attempts or not any(m in str(exc) for m in CONCURRENT_TAG_WRITE):
+                raise
+            time.sleep(0.05 * attempt)
 
 
 @task(name="log-to-mlflow", cache_policy=NO_CACHE)

@@ -265,3 +265,59 @@ def test_a_given_pdf_is_logged_as_audit_report_pdf(tmp_path: Path, store) -> Non
     assert PDF_ARTIFACT in listed
     got = client.download_artifacts(info["run_id"], PDF_ARTIFACT, str(tmp_path / "dl"))
     assert Path(got).read_bytes() == pdf.read_bytes()
+
+
+class _LosesOneRace:
+    """A real MLflow client whose first tag write fails the way the MLflow server answered in
+    CI when two audits of one model version finished together (MLflow's SQL store inserts a
+    tag by select-then-insert, so the second concurrent insert breaks the unique key)."""
+
+    def __init__(self, client, error: str) -> None:
+        self.client, self.error, self.calls = client, error, 0
+
+    def set_model_version_tag(self, name, version, key, value) -> None:
+        from mlflow.exceptions import RestException
+
+        self.calls += 1
+        if self.calls == 1:
+            raise RestException({"error_code": "BAD_REQUEST", "message": self.error})
+        self.client.set_model_version_tag(name, version, key, value)
+
+
+RACE = (
+    "(sqlite3.IntegrityError) UNIQUE constraint failed: model_version_tags.workspace, "
+    "model_version_tags.key, model_version_tags.name, model_version_tags.version"
+)
+
+
+def test_a_tag_write_that_lost_a_race_is_repeated_and_lands(store) -> None:
+    from tasks.mlflow_log import set_version_tag
+
+    _, client = store
+    client.create_registered_model("raced")
+    client.create_model_version("raced", "file:///nowhere", run_id=None)
+    racer = _LosesOneRace(client, RACE)
+    set_version_tag(racer, "raced", "1", TAGS.verdict, "fail")
+    assert racer.calls == 2
+    assert client.get_model_version("raced", "1").tags[TAGS.verdict] == "fail"
+
+
+def test_other_tag_errors_are_raised_at_once(store) -> None:
+    from mlflow.exceptions import MlflowException
+
+    from tasks.mlflow_log import set_version_tag
+
+    _, client = store
+    racer = _LosesOneRace(client, "RESOURCE_DOES_NOT_EXIST: Registered Model 'x' not found")
+    with pytest.raises(MlflowException, match="not found"):
+        set_version_tag(racer, "x", "1", TAGS.verdict, "fail")
+    assert racer.calls == 1
+
+    class _AlwaysLoses(_LosesOneRace):  # every attempt loses: raised after `attempts`
+        def set_model_version_tag(self, name, version, key, value) -> None:
+            self.calls = 0
+            super().set_model_version_tag(name, version, key, value)
+
+    loser = _AlwaysLoses(client, RACE)
+    with pytest.raises(MlflowException, match="UNIQUE constraint"):
+        set_version_tag(loser, "x", "1", TAGS.verdict, "fail", attempts=2)
