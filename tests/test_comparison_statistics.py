@@ -15,6 +15,7 @@ from fairengine.comparison import (
     ComparisonInputError,
     ComparisonResampling,
     ComparisonResult,
+    _bounds,
     _cells,
     compare_models,
 )
@@ -161,6 +162,10 @@ def test_cell_multinomial_bootstrap_matches_row_index_bootstrap() -> None:
     assert k == 48
     assert np.max(np.abs(z_mean)) < bound, z_mean
     assert np.max(np.abs(z_sd)) < bound * 1.2, z_sd
+    observed = _cells.contrasts(*_cells.gaps(table, table.counts[None, :], qs))[0]
+    q_cell = _bounds.band(cell, observed, 0.05, 1e-3).q
+    q_row = _bounds.band(row, observed, 0.05, 1e-3).q
+    assert abs(q_cell / q_row - 1) < 0.05, (q_cell, q_row)
 
 
 def test_group_without_positives_leaves_its_tpr_untested() -> None:
