@@ -8,7 +8,7 @@ rows, the 5 standardised continuous columns and the one-hot categorical ones, a 
 logistic regression fitted on the train-file rows; ``sex`` and ``race`` protected. Each method
 is timed alone (methods do not overlap here, unlike the flow's thread pool) with the numeric
 libraries single-threaded as in the flow, then
-:func:`fairengine.audit.finalize_audit` decides the family with the permutation resampler.
+:func:`fairengine.verdict.finalize_audit` decides the family with the permutation resampler.
 ``--fliptest-devices cpu,cuda`` adds FlipTest on ``sex`` per named device, for a same-machine
 comparison.
 
@@ -46,7 +46,7 @@ def main() -> None:
 
     import torch
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.decisions import Resamplers
     from fairengine.fliptest import FlipTestConfig, run_fliptest
     from fairengine.fliptest.resampler import FlipTestResampler

@@ -36,7 +36,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fairengine.audit import finalize_audit  # noqa: E402
+from fairengine.verdict import finalize_audit  # noqa: E402
 from fairengine.dataset import AuditDataset  # noqa: E402
 from fairengine.decisions import ResamplingSettings  # noqa: E402
 from fairengine.group_parity import group_parity  # noqa: E402

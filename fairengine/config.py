@@ -219,7 +219,7 @@ class CacheConfig:
 
 @dataclass
 class DecisionsConfig:
-    """How the audit decides (:mod:`fairengine.audit`, :mod:`fairengine.decisions`).
+    """How the audit decides (:mod:`fairengine.verdict`, :mod:`fairengine.decisions`).
 
     ``gap_null``: when a gap is tested both against a tolerance (group parity: |gap| ≤ τ) and
     against zero (permutation tests, DeLong), which test decides: ``tolerance`` (default; the

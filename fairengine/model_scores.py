@@ -531,11 +531,12 @@ def match_schema(
 
 @dataclass(frozen=True)
 class ModelInput:
-    """The model's input columns, where they came from (``signature``, ``columns.features`` or
-    ``default``: every column without a role) and the exact conversions applied to them."""
+    """The model's input columns, where they came from (``signature``, ``columns.features``,
+    ``fitted``: the estimator's ``feature_names_in_``, or ``default``: every column without a
+    role) and the exact conversions applied to them."""
 
     columns: tuple[str, ...]
-    origin: Literal["signature", "columns.features", "default"]
+    origin: Literal["signature", "columns.features", "fitted", "default"]
     conversions: tuple[Conversion, ...] = field(default=())
 
     def prepare(self, frame: pd.DataFrame) -> pd.DataFrame:

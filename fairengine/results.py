@@ -107,7 +107,7 @@ class Interval:
 def gap_question(metric: str, attribute: str, group_a: str, group_b: str) -> str:
     """The identity of the question "how does ``metric`` differ between two groups": findings of
     different methods with the same question are answered by one deciding test
-    (:func:`fairengine.audit.assign_questions`). ``metric`` uses the canonical rate names
+    (:func:`fairengine.verdict.assign_questions`). ``metric`` uses the canonical rate names
     (``positive_rate``, ``tpr``, ``fpr``, ``auc``, …); groups in the dataset's category order."""
     return json.dumps([metric, str(attribute), str(group_a), str(group_b)], ensure_ascii=False)
 
@@ -475,7 +475,7 @@ class Verdict:
 
 @dataclass
 class DecisionRecord:
-    """How the audit's decisions were taken (:func:`fairengine.audit.apply_decisions`): which
+    """How the audit's decisions were taken (:func:`fairengine.verdict.apply_decisions`): which
     null decides a gap, the resampling settings, and the counts behind the verdict."""
 
     gap_null: str = "tolerance"

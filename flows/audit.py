@@ -20,7 +20,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine import progress
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
@@ -34,6 +34,7 @@ from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
+from tasks.audit_inputs import AuditInputs
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
@@ -87,7 +88,7 @@ def package_versions() -> dict[str, str]:
 @task(name="assemble-audit", cache_policy=NO_CACHE)
 def assemble_audit(**kwargs: Any) -> AuditResult:
     """One decision per question, the family's decisions (more permutations drawn where a
-    Monte-Carlo decision is open) and the verdict (:func:`fairengine.audit.finalize_audit`)."""
+    Monte-Carlo decision is open) and the verdict (:func:`fairengine.verdict.finalize_audit`)."""
     start = time.perf_counter()
     progress.report("decide", "started")
     result = finalize_audit(**kwargs)
@@ -103,11 +104,14 @@ def audit_flow(
     config: dict[str, Any],
     base_dir: str | None = None,
     run_tags: dict[str, str] | None = None,
+    inputs: AuditInputs | None = None,
 ) -> AuditRun:
     """Audit a model (or scores in the data) as described by ``config`` (an audit YAML as a dict).
 
     ``base_dir`` resolves a relative ``data.path`` (the CLI passes the config file's folder);
-    ``run_tags`` are set on the MLflow run when it is created (e.g. what triggered the audit).
+    ``run_tags`` are set on the MLflow run when it is created (e.g. what triggered the audit);
+    ``inputs``: a DataFrame and/or model object given from Python (``fairengine.audit``) in place
+    of ``data.path``/``model.uri``.
     """
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     logger = get_run_logger()
@@ -123,11 +127,12 @@ def audit_flow(
             timings[step] = round(time.perf_counter() - start, 4)
             progress.report(step, f"finished in {timings[step]:.1f} s")
 
-    loaded = timed("load_data", load_data, cfg)
+    given = inputs or AuditInputs()
+    loaded = timed("load_data", load_data, cfg, given.frame)
     frame, roles, source = loaded.frame, loaded.roles, loaded.source
     input_warnings = list(loaded.warnings)
     # one score source for every method: model (signature inputs, predict_proba) or data column
-    scored = resolve_scores(cfg, frame, roles, tracking_uri, timed=timed)
+    scored = resolve_scores(cfg, frame, roles, tracking_uri, timed=timed, model_object=given.model)
     frame, roles, model, model_info = scored.frame, scored.roles, scored.handles, scored.model_info
     input_warnings += scored.warnings
     model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
@@ -266,11 +271,16 @@ def decision_resampler(
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 
 
-def run_audit(config: dict[str, Any], base_dir: str | None = None) -> AuditRun:
+def run_audit(
+    config: dict[str, Any], base_dir: str | None = None, inputs: AuditInputs | None = None
+) -> AuditRun:
     """Run :func:`audit_flow` on the task runner the config's ``runner`` section names.
 
-    This is the entry point of the CLI; calling ``audit_flow`` directly uses the thread pool.
+    This is the entry point of the CLI and of ``fairengine.audit``; calling ``audit_flow``
+    directly uses the thread pool.
     """
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
-    return audit_flow.with_options(task_runner=runner)(config=config, base_dir=base_dir)
+    return audit_flow.with_options(task_runner=runner)(
+        config=config, base_dir=base_dir, inputs=inputs
+    )

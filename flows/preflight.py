@@ -18,6 +18,7 @@ from typing import Any
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError, MlflowUnavailableError
 from fairengine.work_bounds import check_work_bounds
+from tasks.audit_inputs import AuditInputs
 from tasks.data import dataset_from_config, resolve_data
 from tasks.mlflow_store import StoreCheck, check_tracking_store
 from tasks.settings import default_tracking_uri
@@ -43,17 +44,24 @@ def _needs_store_for_model(uri: str | None) -> bool:
     return bool(uri) and str(uri).startswith(("models:/", "runs:/"))
 
 
-def preflight(raw: dict[str, Any], base_dir: Path | None) -> Preflight:
+def preflight(
+    raw: dict[str, Any], base_dir: Path | None, inputs: AuditInputs | None = None
+) -> Preflight:
     """Run every check that needs no Prefect and no model; raise the first failing stage's
-    :class:`~fairengine.errors.FairEngineError` (each stage lists all of its own problems)."""
+    :class:`~fairengine.errors.FairEngineError` (each stage lists all of its own problems).
+    ``inputs``: the DataFrame/model object of an audit started from Python."""
     cfg = AuditConfig.from_dict(raw, base_dir=base_dir)
-    if not cfg.model.uri and not cfg.columns.score and not cfg.data.embedded:
+    given = inputs or AuditInputs()
+    has_model = bool(cfg.model.uri) or given.model is not None
+    if not has_model and not cfg.columns.score and not cfg.data.embedded:
         raise ConfigError("no scores to audit: set columns.score or model.uri")
-    loaded = resolve_data(cfg)
+    if given.model is not None and (cfg.model.uri or cfg.columns.score):
+        raise ConfigError("give either a model object or model.uri/columns.score, not both")
+    loaded = resolve_data(cfg, given.frame)
     frame, roles = loaded.frame, loaded.roles
     present = [a for a in roles.protected if a in frame.columns]
     check_work_bounds(cfg, {a: int(frame[a].nunique(dropna=True)) for a in present})
-    if cfg.model.uri:  # the model provides scores and chooses its features: check the rest
+    if has_model:  # the model provides scores and chooses its features: check the rest
         roles = replace(roles, score=None, features=())
     dataset_from_config(frame, roles, cfg)
     if cfg.report.pdf:  # the browser that prints the PDF, before hours of audit

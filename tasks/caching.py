@@ -45,9 +45,9 @@ MODEL_ARGUMENTS = frozenset({"model", "predict_proba"})
 @cache
 def engine_source_hash() -> str:
     """SHA-256 over the source of every module of the installed ``fairengine`` package."""
-    import fairengine
-
-    root = Path(fairengine.__file__).parent
+    spec = importlib.util.find_spec("fairengine")  # not `import fairengine`: its front door
+    assert spec is not None and spec.origin is not None  # (audit, compare) sits above tasks
+    root = Path(spec.origin).parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode())
@@ -77,8 +77,9 @@ def dataset_identity(dataset: AuditDataset) -> str:
 
 
 def model_identity(model_info: dict[str, Any]) -> str:
-    """The audited model as far as the registry knows it (URI, version, run)."""
-    keys = ("uri", "name", "version", "run_id")
+    """The audited model as far as the registry knows it (URI, version, run), or a Python
+    model object's content fingerprint (:func:`tasks.model_objects.object_fingerprint`)."""
+    keys = ("uri", "name", "version", "run_id", "fingerprint")
     return json.dumps({k: model_info.get(k) for k in keys}, sort_keys=True, default=str)
 
 

@@ -34,8 +34,12 @@ class LoadedData:
     dropped_rows: int = 0
 
 
-def resolve_data(cfg: AuditConfig) -> LoadedData:
+def resolve_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedData:
     """The table, its column roles, a description of its source and the cleaning warnings.
+
+    ``frame``: a table given from Python (``fairengine.audit(df, ...)``) instead of
+    ``data.path``; it is cleaned like a file's table, on a copy (the caller's frame is never
+    changed).
 
     ``data.path`` reads CSV/Parquet (:func:`fairengine.loaders.load_table`); ``data.embedded``
     generates a packaged dataset whose roles are used for any ``columns`` entry the config leaves
@@ -44,7 +48,15 @@ def resolve_data(cfg: AuditConfig) -> LoadedData:
     """
     notes: tuple[str, ...]
     source: dict[str, str | None]
-    if cfg.data.embedded:
+    if frame is not None:
+        if cfg.data.path or cfg.data.embedded:
+            raise ConfigError("data: give a DataFrame or data.path/data.embedded, not both")
+        if not isinstance(frame, pd.DataFrame):
+            raise ConfigError(f"data: expected a pandas DataFrame, got {type(frame).__name__}")
+        roles = cfg.roles()
+        frame, notes = frame.copy(), ()
+        source = {"name": cfg.name, "source": "pandas.DataFrame"}
+    elif cfg.data.embedded:
         from fairengine.datasets import load_embedded
 
         ds = load_embedded(cfg.data.embedded, **cfg.data.params)
@@ -84,9 +96,9 @@ def resolve_data(cfg: AuditConfig) -> LoadedData:
 
 
 @task(name="load-data", cache_policy=NO_CACHE)
-def load_data(cfg: AuditConfig) -> LoadedData:
+def load_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedData:
     """Read and clean the audit table (see :func:`resolve_data`); log every warning."""
-    loaded = resolve_data(cfg)
+    loaded = resolve_data(cfg, frame)
     logger = get_run_logger()
     logger.info(
         "Loaded %d rows x %d columns from %s",

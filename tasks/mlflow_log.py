@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import shutil
 import tempfile
 import time
@@ -24,6 +23,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.results import AuditResult, MethodResult
+from tasks.findings_table import FINDINGS_COLUMNS, findings_rows
 from tasks.settings import default_artifact_root, default_tracking_uri
 
 MLFLOW_PARAM_LIMIT = 6000  # characters per param value in MLflow 3
@@ -68,34 +68,6 @@ PDF_ARTIFACT = "audit/report.pdf"
 FINDINGS_TABLE = "audit/findings.json"
 """The findings table on the audit run (``mlflow.log_table``; read it with
 ``mlflow.load_table("audit/findings.json", run_ids=[...])``)."""
-
-FINDINGS_COLUMNS: tuple[str, ...] = (
-    "label",
-    "decision",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "adjusted_pvalue",
-    "pvalue",
-    "attribute",
-    "group_a",
-    "group_b",
-    "metric",
-    "method",
-    "key",
-    "counts",
-    "decided_by",
-    "null_kind",
-    "null_hypothesis",
-    "ci_level",
-    "ci_method",
-    "method_title",
-    "question",
-    "reading",
-)
-"""The columns of :data:`FINDINGS_TABLE`, one row per finding (see :func:`findings_rows`); what
-a reader scans first (label, decision, estimate and interval, p-values) comes first, as the MLflow
-UI's table view shows the first columns."""
 
 
 def _warn(message: str, *args: Any) -> None:
@@ -144,71 +116,6 @@ def stage_method_artifacts(methods: list[MethodResult], staging: Path) -> dict[s
             shutil.copyfile(source, target)
             staged.setdefault(method.method, []).append(name)
     return staged
-
-
-def _finite(value: float | None) -> float | None:
-    """``value`` as a float, ``None`` when absent or not finite (JSON has no inf or NaN)."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _question_parts(question: str | None) -> tuple[str | None, ...]:
-    """``(metric, attribute, group_a, group_b)`` of a two-group question
-    (:func:`fairengine.results.gap_question`), else four ``None``."""
-    if question:
-        try:
-            parts = json.loads(question)
-        except ValueError:
-            parts = None
-        if isinstance(parts, list) and len(parts) == 4:
-            return tuple(str(p) for p in parts)
-    return (None, None, None, None)
-
-
-def findings_rows(result: AuditResult) -> list[dict[str, Any]]:
-    """One row per finding of every method, with the columns of :data:`FINDINGS_COLUMNS`.
-
-    ``metric``, ``attribute``, ``group_a`` and ``group_b`` are known for the findings that
-    compare a rate between two groups (their ``question``) and empty for the others (ε over
-    intersections, FlipTest's flip rates, the individual-fairness statistics, ...; their
-    ``label`` says what they measure). ``counts`` is whether the decision counts in the
-    verdict (tested and not supporting evidence). Values that are not finite (an infinite
-    ratio) are empty: the table is JSON.
-    """
-    rows: list[dict[str, Any]] = []
-    for method in result.methods:
-        for f in method.findings:
-            metric, attribute, group_a, group_b = _question_parts(f.question)
-            ci = f.interval
-            rows.append(
-                {
-                    "key": f.key,
-                    "label": f.label,
-                    "method": method.method,
-                    "method_title": method.title,
-                    "metric": metric,
-                    "attribute": attribute,
-                    "group_a": group_a,
-                    "group_b": group_b,
-                    "estimate": _finite(f.estimate),
-                    "ci_low": _finite(ci.low) if ci else None,
-                    "ci_high": _finite(ci.high) if ci else None,
-                    "ci_level": _finite(ci.level) if ci else None,
-                    "ci_method": ci.method if ci else None,
-                    "pvalue": _finite(f.pvalue),
-                    "adjusted_pvalue": _finite(f.adjusted_pvalue),
-                    "decision": str(f.decision),
-                    "counts": bool(f.counts),
-                    "decided_by": f.decided_by,
-                    "null_kind": f.null_kind or None,
-                    "null_hypothesis": f.null_hypothesis or None,
-                    "question": f.question,
-                    "reading": f.reading or None,
-                }
-            )
-    return rows
 
 
 def log_findings_table(client: Any, run_id: str, result: AuditResult) -> None:

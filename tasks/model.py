@@ -46,6 +46,7 @@ from fairengine.model_scores import (
 )
 from fairengine.roles import ColumnRoles
 from fairengine.scores import to_probability
+from tasks.model_objects import object_fingerprint, object_model
 
 SCORE_COLUMN = "_fairengine_score"
 _REGISTRY_URI = re.compile(
@@ -169,7 +170,11 @@ def _estimator_name(raw: Any) -> str:
 
 
 def _model_name(pyfunc: Any, flavor: str, raw: Any) -> tuple[str, str | None]:
-    """("the sklearn flavor's LogisticRegression", "LogisticRegression") and the like."""
+    """("the sklearn flavor's LogisticRegression", "LogisticRegression") and the like; a
+    Python object (:mod:`tasks.model_objects`) is "the Python model <name>"."""
+    given = getattr(pyfunc, "object_name", None)
+    if isinstance(given, str):
+        return f"the Python model {given}", given
     if raw is not None:
         name = _estimator_name(raw)
         return f"the {flavor} flavor's {name}", name
@@ -218,10 +223,15 @@ def plan_model_input(
     (:func:`fairengine.model_scores.match_schema`); ``columns.features`` (``features``), if
     given, must name the same columns. A mismatch raises :class:`ModelLoadError` naming the
     missing and extra columns and the conversions, with MLflow's own message. Without a
-    signature: ``columns.features``, else every column without a role.
+    signature: ``columns.features``, else the columns the estimator was fitted on
+    (``feature_names_in_``: scikit-learn estimators and pipelines fitted on a DataFrame), else
+    every column without a role.
     """
     columns = [c for c in frame.columns if c != SCORE_COLUMN]
     schema = input_schema(pyfunc)
+    fitted = getattr(_underlying(pyfunc, model_flavor(pyfunc)), "feature_names_in_", None)
+    if schema is None and features is None and fitted is not None:
+        return _fitted_input([str(c) for c in fitted], frame, roles), []
     if schema is None:
         chosen = roles.feature_columns(columns)
         origin = "columns.features" if roles.features is not None else "default"
@@ -231,7 +241,6 @@ def plan_model_input(
                 f"the model needs feature column(s) {missing} that the data does not have "
                 f"(columns.features); the data has {columns}"
             )
-        fitted = getattr(_underlying(pyfunc, model_flavor(pyfunc)), "feature_names_in_", None)
         if fitted is not None and sorted(map(str, fitted)) == sorted(chosen):
             chosen = [str(c) for c in fitted]  # the same columns, in the order it was fitted on
         return ModelInput(tuple(chosen), origin), []  # type: ignore[arg-type]
@@ -255,6 +264,26 @@ def plan_model_input(
         )
     notes = [conversion_note(match.conversions)] if match.conversions else []
     return ModelInput(match.columns, "signature", match.conversions), notes
+
+
+def _fitted_input(names: list[str], frame: pd.DataFrame, roles: ColumnRoles) -> ModelInput:
+    """The columns a model without a signature was fitted on (scikit-learn's
+    ``feature_names_in_``, set when it was fitted on a DataFrame), checked against the data: as
+    with a signature, a protected attribute the model takes is passed, the label and the score
+    never."""
+    forbidden = [c for c in (roles.label, roles.score) if c is not None and c in names]
+    if forbidden:
+        raise ModelLoadError(
+            f"the model was fitted on {forbidden} (feature_names_in_), but those columns are the "
+            "audit's label/score; a model must not see the outcome it predicts"
+        )
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise ModelLoadError(
+            f"the model was fitted on the column(s) {missing} (feature_names_in_), which the "
+            f"data does not have; the data has {[str(c) for c in frame.columns]}"
+        )
+    return ModelInput(tuple(names), "fitted")
 
 
 def _mismatch_message(pyfunc: Any, frame: pd.DataFrame, match: Any, roles: ColumnRoles) -> str:
@@ -488,6 +517,18 @@ def load_model(uri: str, tracking_uri: str) -> tuple[Any, dict[str, Any]]:
     return model, info
 
 
+@task(name="describe-model-object", cache_policy=NO_CACHE)
+def describe_object_model(obj: Any) -> tuple[Any, dict[str, Any]]:
+    """A Python model object as a pyfunc and its description: ``uri`` ``python:<name>`` (no
+    registry identity) and its content ``fingerprint`` (the cache keys' model identity)."""
+    pyfunc = object_model(obj)
+    name = getattr(pyfunc, "object_name", None) or type(raw_model(pyfunc)).__name__
+    info = {"uri": f"python:{name}", "name": None, "version": None, "alias": None}
+    info["fingerprint"] = object_fingerprint(obj)
+    get_run_logger().info("Scoring with the Python model %s", name)
+    return pyfunc, info
+
+
 # --------------------------------------------------------------------------- handles
 @dataclass(frozen=True)
 class ModelHandles:
@@ -560,22 +601,28 @@ def resolve_scores(
     roles: ColumnRoles,
     tracking_uri: str,
     timed: Callable[..., Any] = _run_plain,
+    model_object: Any = None,
 ) -> ScoredData:
     """Where the audit's scores come from, settled once (module docstring).
 
-    ``model.uri``: load the model, take its inputs from its signature, choose the score source,
+    ``model.uri`` (or ``model_object``, a Python model given to ``fairengine.audit``, served
+    through :func:`tasks.model_objects.object_model`): load the model, take its inputs from its
+    signature (a Python object has none), choose the score source,
     score the rows into ``_fairengine_score`` and build the method handles from that source.
     Else the data's ``columns.score``. ``timed(step, fn, *args)`` runs the steps (the flow
     times them). ``model_info`` holds the registry identity plus ``score_source`` (its
     ``description`` is shown in the report) and ``model_input`` (columns, origin, conversions).
     """
     base_info: dict[str, Any] = {"uri": None, "name": None, "version": None}
-    if not cfg.model.uri:
+    if model_object is not None:
+        pyfunc, info = timed("load_model", describe_object_model, model_object)
+    elif not cfg.model.uri:
         if roles.score is None:
             raise ConfigError("no scores to audit: set columns.score or model.uri")
         source = ScoreSource.from_data_column(roles.score, cfg.score_type)
         return ScoredData(frame, roles, None, {**base_info, "score_source": source.to_dict()})
-    pyfunc, info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
+    else:
+        pyfunc, info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
     model_input, notes = plan_model_input(pyfunc, frame, roles, cfg.columns.features)
     scored = timed(
         "score_data", score_data, pyfunc, frame, model_input, cfg.score_type, cfg.positive_label

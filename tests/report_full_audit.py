@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import FamilyTest, ResamplingSettings, block_adjusted, decide_family
 from fairengine.group_parity import group_parity

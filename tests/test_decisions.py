@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.decisions import (
     DecisionSettingsError,
     FamilyResult,

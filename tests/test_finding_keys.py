@@ -16,7 +16,7 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import (
     FLAT_SUFFIXES,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
 from fairengine.decisions import BoundedResampler, Resamplers

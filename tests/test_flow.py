@@ -344,7 +344,7 @@ def test_passing_audit_moves_the_approval_alias_and_tags_the_version(
     import mlflow
     from sklearn.dummy import DummyClassifier
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from tasks.mlflow_log import log_audit
     from tasks.settings import default_tracking_uri
 

@@ -170,3 +170,32 @@ def test_fairengine_imports_no_orchestration_or_reporting_package() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_only_the_front_door_refers_upward() -> None:
+    """``fairengine.audit`` (the one-call API) lives in ``flows.python_api``; the package's
+    ``__init__`` is the one ``fairengine`` module that refers to the orchestration layer, and
+    only to that module, imported on first use (``import fairengine`` loads no Prefect)."""
+    graph = import_graph()
+    upward = {
+        m: sorted(t for t in targets if not t.startswith("fairengine"))
+        for m, targets in graph.items()
+        if m.startswith("fairengine")
+    }
+    assert {m: t for m, t in upward.items() if t} == {"fairengine": ["flows.python_api"]}
+    code = (
+        "import sys, fairengine\n"
+        "assert callable(fairengine.audit) and fairengine.AuditResult.to_frame\n"
+    )
+    bare = (
+        "import sys, fairengine\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('prefect', 'flows'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", bare], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]

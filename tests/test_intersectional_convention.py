@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
 from fairengine.intersectional.metrics import EpsilonConventions

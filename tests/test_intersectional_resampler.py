@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_intersectional_synthetic
 from fairengine.decisions import Resamplers

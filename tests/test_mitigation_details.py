@@ -77,7 +77,7 @@ def run() -> tuple[pd.DataFrame, AuditDataset, MethodResult]:
 
 
 def test_report_block_draws_the_typed_details(run) -> None:
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.registry import method_spec
     from tasks.report import fmt_number, render_report
 

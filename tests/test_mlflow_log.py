@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.results import Artifact, MethodResult
 from tasks.mlflow_log import TAGS, log_audit, stage_method_artifacts
 

@@ -266,7 +266,8 @@ def _source(uri: str, frame: pd.DataFrame, score_type: str = "probability", **ro
 
 def test_default_sklearn_flavor_is_scored_with_predict_proba(store, data, logistic) -> None:
     """(a) log_model defaults serve predict (0/1), but the audit uses predict_proba; without a
-    signature the default columns are put in the order the estimator was fitted on."""
+    signature the columns are those the estimator was fitted on (``feature_names_in_``), in
+    its order."""
     from tasks.model import model_handles
 
     uri = store("sklearn", logistic)
@@ -280,7 +281,7 @@ def test_default_sklearn_flavor_is_scored_with_predict_proba(store, data, logist
     assert src.description.startswith(
         "predict_proba of the sklearn flavor's LogisticRegression, column 1 (class 1)"
     )
-    assert model_input.origin == "default" and model_input.columns == tuple(FEATURES)
+    assert model_input.origin == "fitted" and model_input.columns == tuple(FEATURES)
     # every handle comes from the same source
     handles = model_handles(pyfunc, src, model_input, "probability")
     np.testing.assert_allclose(handles.predict_proba(data), proba, rtol=0, atol=1e-15)
@@ -427,19 +428,39 @@ def test_schema_mismatch_names_columns_conversions_and_mlflow_cause(store, data)
         _source(uri2, data)
 
 
-def test_no_signature_error_says_what_to_set(store, data) -> None:
-    """Without a signature the default features leave out the protected attributes; the error
-    says to list the model's inputs in columns.features (and which columns it was fitted on)."""
+def test_no_signature_uses_the_columns_the_model_was_fitted_on(store, data) -> None:
+    """Without a signature, a model fitted on a DataFrame knows its inputs
+    (``feature_names_in_``): the protected attributes it was trained on are passed, in its
+    order, as a signature would give them."""
     model = _onehot_pipeline(data[["x1", "x2", "sex", "race"]], data["y"])
+    uri = store("sklearn", model)
+    _, model_input, scored, _ = _source(uri, data)
+    assert model_input.origin == "fitted"
+    assert model_input.columns == ("x1", "x2", "sex", "race")
+    np.testing.assert_array_equal(
+        scored.scores, model.predict_proba(data[["x1", "x2", "sex", "race"]])[:, 1]
+    )
+    _, model_input, scored, _ = _source(uri, data, features=["x1", "x2", "sex", "race"])
+    assert model_input.origin == "columns.features" and scored.source.kind == "predict_proba"
+    renamed = data.rename(columns={"race": "ethnicity"})
+    with pytest.raises(ModelLoadError, match=r"fitted on the column\(s\) \['race'\]"):
+        _source(uri, renamed)
+
+
+def test_no_signature_error_says_what_to_set(store, data) -> None:
+    """A model without a signature and without feature names (fitted on an array) that takes
+    the protected attributes: the default features leave them out; the error says to list the
+    model's inputs in columns.features."""
+    X = data[["x1", "x2", "sex", "race"]].assign(
+        sex=(data["sex"] == "male").astype(float), race=(data["race"] == "a").astype(float)
+    )
+    model = LogisticRegression(max_iter=500).fit(X.to_numpy(), data["y"])
     uri = store("sklearn", model)
     with pytest.raises(ModelLoadError) as err:
         _source(uri, data)
     msg = str(err.value)
     assert "columns.features" in msg and "no signature" in msg
-    assert "fitted on the columns ['x1', 'x2', 'sex', 'race']" in msg
-    assert "\n" in msg or "sex" in msg  # the whole cause, not its first line
-    _, model_input, scored, _ = _source(uri, data, features=["x1", "x2", "sex", "race"])
-    assert model_input.origin == "columns.features" and scored.source.kind == "predict_proba"
+    assert "\n" in msg or "features" in msg  # the whole cause, not its first line
 
 
 def test_xgboost_classifier_is_scored_with_predict_proba(store, data) -> None:

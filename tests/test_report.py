@@ -709,7 +709,7 @@ def test_intersectional_block_shows_estimators_pair_and_smallest_cells() -> None
     import numpy as np
     import pandas as pd
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.intersectional import IntersectionalConfig, run_intersectional
     from fairengine.roles import ColumnRoles
@@ -752,7 +752,7 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     import numpy as np
     import pandas as pd
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
     from fairengine.permutation import PermutationConfig, run_permutation_tests
@@ -792,7 +792,7 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
 
     from sklearn.linear_model import LogisticRegression
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.datasets import make_maity_simulation
     from fairengine.individual import IndividualConfig, run_individual_fairness
@@ -824,7 +824,7 @@ def test_fliptest_block_renders_a_real_result() -> None:
 
     from sklearn.linear_model import LogisticRegression
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.datasets import make_lipton_hiring
     from fairengine.fliptest import FlipTestConfig, run_fliptest
@@ -877,7 +877,7 @@ def test_input_warnings_are_shown_in_the_verdict_banner_before_the_reasons(
 def test_undetermined_and_supporting_findings_are_shown_as_such() -> None:
     """An undetermined Monte-Carlo test reads 'Undetermined', never 'Not rejected'; a supporting
     test is in its own collapsed table and not counted among the deciding tests."""
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.results import ResamplingPart, gap_question
 
     q = gap_question("tpr", "sex", "f", "m")

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.roles import ColumnRoles

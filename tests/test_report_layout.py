@@ -3,7 +3,7 @@ numbers never wrapped, and the compare view.
 
 The audit is real method output on synthetic data with many groups: group parity and the LiFT
 suite over 24 regions (some with long names) and sex, whose intersection has 48 groups, decided
-by :func:`fairengine.audit.finalize_audit` (831 tests). Checked: the top findings are at most 10,
+by :func:`fairengine.verdict.finalize_audit` (831 tests). Checked: the top findings are at most 10,
 ranked rejected first and then by effect size relative to the tolerance, each on one short line,
 with "N more" linking to the full table; the full table is grouped by attribute; the overview
 matrix has a block per attribute and for the intersection, every cell's decision is the most
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_metrics import run_group_metrics
 from fairengine.group_parity import group_parity

@@ -33,7 +33,7 @@ import pytest
 from deployments_support import healthy, start_mlflow_server, wait_until
 from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult

@@ -29,7 +29,7 @@ import pytest
 import yaml
 from test_report_browser import ARTIFACTS, chromium_path
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult

@@ -546,7 +546,7 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> 
     import pandas as pd
     from report_full_audit import build_full_audit
 
-    from fairengine.audit import finalize_audit
+    from fairengine.verdict import finalize_audit
     from fairengine.config import AuditConfig
     from fairengine.dataset import AuditDataset
     from fairengine.group_metrics import run_group_metrics

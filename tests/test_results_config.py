@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.audit import finalize_audit
+from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError

@@ -702,8 +702,15 @@ def _describe_preprocessing(
     try:
         names = [str(n) for n in pre.get_feature_names_out(cols)]
     except Exception:
+        fitted = getattr(pre, "feature_names_in_", None)
+        if fitted is not None and [str(c) for c in fitted] != list(cols):
+            raise ModelLoadError(
+                f"the pipeline's preprocessing was fitted on the columns {[str(c) for c in fitted]}"
+                f" but the model input is {list(cols)}; set columns.features to the columns it "
+                "was fitted on"
+            ) from None
         names = []
-    if len(steps) != 1:
+    if len(steps) != 1 or not names:  # no encoded names: the source columns are not known
         return names, names, [], None
     step = steps[0]
     blocks: list[tuple[Any, list[str], slice]] = []

@@ -3,7 +3,7 @@ for every configured metric, tested by :func:`~fairengine.permutation.permutatio
 
 Findings are keyed ``perm_<metric>.<attribute>.<a>_<b>`` (a before b in sorted group order;
 estimate = metric(a) − metric(b)); their raw p-values are adjusted across the whole audit by
-:mod:`fairengine.audit`. The details (:class:`~fairengine.permutation.result.PermutationDetails`)
+:mod:`fairengine.verdict`. The details (:class:`~fairengine.permutation.result.PermutationDetails`)
 also carry this method's own family — raw and adjusted p-values (``family_multiplicity``) and
 decisions at ``alpha`` — and, per test, the permutation histogram, the Monte-Carlo error of the
 p-value and its Wilson interval.

@@ -1,0 +1,410 @@
+"""One call from Python: ``fairengine.audit(df, label="y", protected=["sex"], model=clf)``.
+
+:func:`audit` turns its keywords into the audit config a YAML file would hold (the same keys,
+checked by the same :class:`~fairengine.config.AuditConfig`, with the same did-you-mean errors),
+checks the config and the data before anything starts (:func:`flows.preflight.preflight`, as the
+CLI does), and runs the same flow (:func:`flows.audit.run_audit`) on Prefect's embedded API, or
+on a running ``fairengine server``. The table and the model are handed to the flow as objects
+(:class:`tasks.audit_inputs.AuditInputs`): a DataFrame is read where a YAML file names a path,
+and a model object is scored through the pyfunc interface an MLflow model has
+(:mod:`tasks.model_objects`), so the findings are the CLI's for the same data, model and
+settings.
+
+Defaults are the CLI's, except that nothing is logged to MLflow unless asked
+(``mlflow={"enabled": True, ...}``, or :meth:`AuditResult.log_to_mlflow` afterwards); the
+report and ``audit.json`` are written where the CLI writes them (``output.dir``, default
+``$FAIRENGINE_HOME/reports/<audit id>``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import difflib
+import html
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fairengine import results
+from fairengine.config import AuditConfig
+from fairengine.errors import ConfigError
+
+COLUMN_KEYWORDS = ("label", "protected", "score", "features", "weight")
+"""Keywords that set ``columns.<keyword>`` of the config."""
+DATA_KEYWORDS = ("format", "names", "na_values", "missing", "delimiter", "skip_initial_space")
+"""Keywords that set ``data.<keyword>`` (how a file is read; ``na_values`` and ``missing`` also
+apply to a DataFrame)."""
+SETTING_KEYWORDS = tuple(
+    f.name
+    for f in dataclasses.fields(AuditConfig)
+    if f.name not in ("data", "columns", "model", "methods")
+)
+"""The other top-level keys of the audit config, given as keywords with the YAML's values."""
+TOP_FINDINGS = 10
+
+
+class AuditResult(results.AuditResult):
+    """An audit's result (:class:`fairengine.results.AuditResult`) with the ways out a notebook
+    needs: :meth:`to_frame`, :meth:`save`, :meth:`log_to_mlflow` and a rich display
+    (``_repr_html_``: verdict, counts and the top findings). ``paths`` are the files the audit
+    wrote (``json``, ``report``; ``pdf`` when asked for)."""
+
+    paths: dict[str, str]
+
+    @classmethod
+    def of(cls, result: results.AuditResult, paths: Mapping[str, str] | None = None) -> AuditResult:
+        """``result`` as this class (the same objects, not copies)."""
+        out = cls(**{f.name: getattr(result, f.name) for f in dataclasses.fields(result)})
+        out.paths = dict(paths or {})
+        return out
+
+    @property
+    def report_path(self) -> str | None:
+        return getattr(self, "paths", {}).get("report")
+
+    def to_frame(self) -> pd.DataFrame:
+        """The findings as a tidy table: one row per finding of every method, the columns of
+        :data:`tasks.findings_table.FINDINGS_COLUMNS` (label, decision, estimate, ci_low,
+        ci_high, adjusted_pvalue, pvalue, attribute, group_a, group_b, metric, method, ...)."""
+        from tasks.findings_table import findings_frame
+
+        return findings_frame(self)
+
+    def html(self) -> str:
+        """The report's HTML: the file the audit wrote when it is still there, else rendered."""
+        written = self.report_path
+        if written and Path(written).is_file():
+            return Path(written).read_text(encoding="utf-8")
+        from tasks.report import render_report
+
+        return render_report(self)
+
+    def save(self, directory: str | os.PathLike[str], *, pdf: bool = False) -> dict[str, str]:
+        """Write ``audit.json`` and ``report.html`` (and ``report.pdf`` with ``pdf=True``,
+        printed by Chromium) into ``directory``; returns their paths."""
+        from tasks.outputs import write_local_outputs
+
+        html_text = self.html()
+        paths = write_local_outputs(self, html_text, Path(directory).expanduser())
+        if pdf:
+            from tasks.report_pdf import write_pdf
+
+            target = Path(paths["report"]).with_name("report.pdf")
+            write_pdf(html_text, target)
+            paths["pdf"] = str(target)
+        self.paths = dict(paths)
+        return paths
+
+    def log_to_mlflow(
+        self,
+        tracking_uri: str | None = None,
+        experiment: str = "fairengine-audits",
+        *,
+        tag_model_version: bool = True,
+        run_tags: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """Log the audit to MLflow as the CLI does (params, flat metrics, ``audit.json``, the
+        report, the findings table; the audited model version tagged with the verdict when the
+        model was a registry URI). Returns ``{"run_id", "experiment_id", ...}``. An audit already
+        logged to that experiment is not logged twice."""
+        from tasks.mlflow_log import log_audit
+        from tasks.mlflow_store import check_tracking_store
+        from tasks.settings import apply_offline_defaults, default_tracking_uri
+
+        apply_offline_defaults()
+        uri = tracking_uri or default_tracking_uri()
+        store = check_tracking_store(uri)
+        if not store.reachable:
+            from fairengine.errors import MlflowUnavailableError
+
+            raise MlflowUnavailableError(f"{store.reason}; nothing logged")
+        pdf = getattr(self, "paths", {}).get("pdf")
+        return log_audit(
+            self,
+            self.html(),
+            tracking_uri=uri,
+            experiment=experiment,
+            tag_model_version=tag_model_version,
+            run_tags=dict(run_tags or {}),
+            pdf=Path(pdf) if pdf and Path(pdf).is_file() else None,
+        )
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {label}" for label, n in _counts(self) if n)
+        return (
+            f"<AuditResult {self.audit_id}: {self.verdict.status.upper()} "
+            f"({counts or 'no tests'}); .to_frame() for the findings>"
+        )
+
+    def _repr_html_(self) -> str:
+        return summary_html(self)
+
+
+def _counts(result: results.AuditResult) -> list[tuple[str, int]]:
+    deciding = [f for f in result.findings() if f.counts]
+    by = {d: sum(1 for f in deciding if f.decision == d) for d in _DECISIONS}
+    return [
+        ("rejected", by["reject"]),
+        ("not rejected", by["fail_to_reject"]),
+        ("undetermined", by["undetermined"]),
+    ]
+
+
+_DECISIONS = ("reject", "fail_to_reject", "undetermined")
+
+
+def summary_html(result: results.AuditResult) -> str:
+    """What a Jupyter cell shows for an audit: the verdict and its summary, the counts, the
+    model and data, and the top findings ranked as the report ranks them (rejected first, then
+    by effect size; :func:`tasks.report.findings.rank_key`), in plain inline-styled HTML."""
+    from tasks.report.findings import (
+        DECISION_LABELS,
+        finding_attribute,
+        finding_tolerance,
+        finding_view,
+        rank_key,
+    )
+    from tasks.report.plots import DECISION_COLORS
+
+    protected = [str(a) for a in (result.dataset.get("roles") or {}).get("protected") or []]
+    rows = [
+        finding_view(f, finding_tolerance(f, m.parameters), finding_attribute(f, protected))
+        for m in result.methods
+        if m.status == "ok"
+        for f in m.findings
+        if f.counts
+    ]
+    rows.sort(key=rank_key)
+    colour = {"pass": "#009E73", "fail": "#D55E00"}.get(result.verdict.status, "#E69F00")
+    e = html.escape
+    model = result.model.get("uri") or result.model.get("score_source", {}).get("description")
+    identity = " · ".join(
+        e(str(x))
+        for x in (
+            result.dataset.get("name") or result.dataset.get("source"),
+            f"{result.dataset.get('n_rows', '?'):,} rows"
+            if isinstance(result.dataset.get("n_rows"), int)
+            else None,
+            model,
+        )
+        if x
+    )
+    counts = " · ".join(f"{n:,} {label}" for label, n in _counts(result))
+    cells = []
+    for f in rows[:TOP_FINDINGS]:
+        badge = DECISION_COLORS.get(str(f["decision"]), "#999999")
+        cells.append(
+            "<tr>"
+            f"<td style='text-align:left'>{e(str(f['short_label']))}</td>"
+            f"<td>{e(str(f['estimate']))}</td><td>{e(str(f['interval']))}</td>"
+            f"<td>{e(str(f['adjusted_pvalue']))}</td>"
+            f"<td style='color:{badge};font-weight:600'>{e(str(f['mark']))} "
+            f"{e(DECISION_LABELS.get(str(f['decision']), str(f['decision'])))}</td></tr>"
+        )
+    more = len(rows) - TOP_FINDINGS
+    table = (
+        "<table><thead><tr><th style='text-align:left'>Finding</th><th>Estimate</th>"
+        "<th>Interval</th><th>Adjusted p</th><th>Decision</th></tr></thead><tbody>"
+        + "".join(cells)
+        + "</tbody></table>"
+        if cells
+        else "<p>No tested findings.</p>"
+    )
+    notes = [f"{more:,} more: <code>.to_frame()</code> lists every finding"] if more > 0 else []
+    report = getattr(result, "paths", {}).get("report")
+    if report:
+        notes.append(f"report: <code>{e(report)}</code>")
+    tail = f"<p>{'; '.join(notes)}</p>" if notes else ""
+    warnings = "".join(f"<li>{e(w)}</li>" for w in result.warnings)
+    return (
+        "<div class='fairengine-audit'>"
+        f"<p><strong style='color:{colour}'>{e(result.verdict.status.upper())}</strong> — "
+        f"{e(result.verdict.summary)}</p>"
+        f"<p>{counts} (alpha {result.alpha:g}, {e(result.multiplicity)}) · {identity}</p>"
+        + (
+            f"<details><summary>Input warnings</summary><ul>{warnings}</ul></details>"
+            if warnings
+            else ""
+        )
+        + table
+        + tail
+        + "</div>"
+    )
+
+
+# --------------------------------------------------------------------------- building the config
+def _did_you_mean(given: str, known: Iterable[str], what: str) -> ConfigError:
+    known = sorted(known)
+    close = difflib.get_close_matches(given, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {known}"
+    return ConfigError(f"unknown {what} {given!r}{hint}")
+
+
+def methods_section(methods: Any) -> dict[str, Any]:
+    """The ``methods`` config section of the ``methods`` keyword: a name or a list of names
+    (those methods on, every other off), or ``{name: True | False | {settings}}`` (settings
+    switch the method on unless they say ``enabled: False``)."""
+    from fairengine.registry import METHODS
+
+    names = [m.name for m in METHODS]
+    if methods is None:
+        return {}
+    if isinstance(methods, str):
+        methods = [methods]
+    if isinstance(methods, Mapping):
+        out: dict[str, Any] = {}
+        for name, value in methods.items():
+            if name not in names:
+                raise _did_you_mean(str(name), names, "method")
+            if isinstance(value, bool):
+                out[name] = {"enabled": value}
+            elif isinstance(value, Mapping):
+                out[name] = {"enabled": True, **value}
+            else:
+                raise ConfigError(
+                    f"methods[{name!r}]: expected True, False or a mapping of its settings, "
+                    f"got {type(value).__name__}"
+                )
+        return out
+    if isinstance(methods, Iterable):
+        chosen = [str(m) for m in methods]
+        for name in chosen:
+            if name not in names:
+                raise _did_you_mean(name, names, "method")
+        return {name: {"enabled": name in chosen} for name in names}
+    raise ConfigError(
+        "methods: expected a method name, a list of names or a mapping, got "
+        f"{type(methods).__name__}"
+    )
+
+
+def audit_config(
+    data: Any,
+    *,
+    label: str | None = None,
+    protected: str | Iterable[str] | None = None,
+    model: Any = None,
+    score: str | None = None,
+    methods: Any = None,
+    **settings: Any,
+) -> tuple[dict[str, Any], pd.DataFrame | None, Any]:
+    """The audit config (a YAML's dict), the DataFrame and the model object of an
+    :func:`audit` call; unknown keywords are a :class:`ConfigError` with a did-you-mean."""
+    known = {*COLUMN_KEYWORDS, *DATA_KEYWORDS, *SETTING_KEYWORDS, "model", "methods"}
+    for key in settings:
+        if key not in known:
+            raise _did_you_mean(key, known, "keyword")
+    raw: dict[str, Any] = {}
+    columns: dict[str, Any] = {"label": label, "score": score}
+    if isinstance(protected, str):
+        protected = [protected]
+    if protected is not None:
+        columns["protected"] = list(protected)
+    for key in ("features", "weight"):
+        if key in settings:
+            value = settings.pop(key)
+            columns[key] = [value] if key == "features" and isinstance(value, str) else value
+    raw["columns"] = {k: v for k, v in columns.items() if v is not None}
+    data_section = {k: settings.pop(k) for k in DATA_KEYWORDS if k in settings}
+    frame: pd.DataFrame | None = None
+    if isinstance(data, pd.DataFrame):
+        frame = data
+    elif isinstance(data, str | os.PathLike):
+        data_section["path"] = str(Path(data).expanduser().resolve())
+    else:
+        raise ConfigError(
+            f"data: expected a pandas DataFrame or the path of a CSV/Parquet file, "
+            f"got {type(data).__name__}"
+        )
+    raw["data"] = data_section
+    model_object = None
+    if isinstance(model, str):
+        raw["model"] = {"uri": model}
+    elif model is not None:
+        model_object = model
+    section = methods_section(methods)
+    if section:
+        raw["methods"] = section
+    mlflow = settings.pop("mlflow", None)
+    raw["mlflow"] = {"enabled": False} if mlflow is None else {"enabled": True, **dict(mlflow)}
+    raw.update(settings)
+    AuditConfig.from_dict(raw)  # every config problem now, named as in the YAML
+    return raw, frame, model_object
+
+
+# --------------------------------------------------------------------------- the call
+def audit(
+    data: pd.DataFrame | str | os.PathLike[str],
+    *,
+    label: str | None = None,
+    protected: str | Iterable[str] | None = None,
+    model: Any = None,
+    score: str | None = None,
+    methods: Any = None,
+    **settings: Any,
+) -> AuditResult:
+    """Audit a model (or scores in the data) in one call; returns the :class:`AuditResult`.
+
+    ``data``: a pandas DataFrame, or the path of a CSV/Parquet file (read as ``data.path``;
+    ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=`` as in the YAML's
+    ``data`` section). ``label``, ``protected`` (one name or a list), ``features``, ``weight``:
+    the column roles. ``model``: a fitted classifier with ``predict_proba`` (scikit-learn,
+    xgboost, lightgbm), a ``torch.nn.Module``, a callable returning P(y=1) per row, or an MLflow
+    model URI (``models:/name/3``, ``runs:/<id>/model``); or ``score=<column>`` when the data
+    carries the scores. ``methods``: names to run (others off) or ``{name: settings}``. Every
+    other keyword is a top-level key of the audit YAML (``alpha``, ``positive_label``,
+    ``score_type``, ``threshold``, ``seed``, ``multiplicity``, ``decisions``, ``validation``,
+    ``output``, ``report``, ``cache``, ``runner``, ``mlflow``, ``name``).
+    """
+    raw, frame, model_object = audit_config(
+        data,
+        label=label,
+        protected=protected,
+        model=model,
+        score=score,
+        methods=methods,
+        **settings,
+    )
+    if "prefect" not in sys.modules:  # Prefect reads its settings and API address once
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # progress, not INFO chatter
+        from flows.prefect_server import choose_prefect_api
+
+        choose_prefect_api()
+    from flows.preflight import preflight
+    from tasks.audit_inputs import AuditInputs
+    from tasks.settings import apply_offline_defaults
+
+    apply_offline_defaults()
+    inputs = AuditInputs(frame, model_object)
+    checked = preflight(raw, None, inputs)  # the CLI's input checks, before Prefect starts
+    if checked.mlflow_down:
+        assert checked.store is not None
+        raise ConfigError(
+            f"mlflow: the MLflow store {checked.store.uri} is not available "
+            f"({checked.store.reason}); run without mlflow= and log later with "
+            ".log_to_mlflow()"
+        )
+    from flows.audit import run_audit
+
+    # a thread of its own: a notebook's running event loop stays out of Prefect's engine
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fairengine") as pool:
+        run = pool.submit(run_audit, raw, None, inputs).result()
+    return AuditResult.of(run.result, run.paths)
+
+
+def load_audit(path: str | os.PathLike[str]) -> AuditResult:
+    """Read an ``audit.json`` (any format this version reads) as an :class:`AuditResult`; its
+    ``report.html`` beside it, if there, is what :meth:`AuditResult.save` copies."""
+    from fairengine.audit_file import load_audit as read
+
+    path = Path(path).expanduser()
+    result = read(path)
+    paths = {"json": str(path)}
+    if (path.parent / "report.html").is_file():
+        paths["report"] = str(path.parent / "report.html")
+    return AuditResult.of(result, paths)
