@@ -46,7 +46,6 @@ def main() -> None:
 
     import torch
 
-    from fairengine.verdict import finalize_audit
     from fairengine.decisions import Resamplers
     from fairengine.fliptest import FlipTestConfig, run_fliptest
     from fairengine.fliptest.resampler import FlipTestResampler
@@ -58,6 +57,7 @@ def main() -> None:
     from fairengine.mitigation import MitigationConfig, run_mitigation
     from fairengine.permutation import PermutationConfig, run_permutation_tests
     from fairengine.permutation.method import PermutationResampler
+    from fairengine.verdict import finalize_audit
 
     t0 = time.perf_counter()
     ds, table, features, model = adult_dataset(args.adult)

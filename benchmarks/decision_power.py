@@ -36,13 +36,13 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fairengine.verdict import finalize_audit  # noqa: E402
 from fairengine.dataset import AuditDataset  # noqa: E402
 from fairengine.decisions import ResamplingSettings  # noqa: E402
 from fairengine.group_parity import group_parity  # noqa: E402
 from fairengine.permutation import PermutationConfig, run_permutation_tests  # noqa: E402
 from fairengine.permutation.method import PermutationResampler  # noqa: E402
 from fairengine.roles import ColumnRoles  # noqa: E402
+from fairengine.verdict import finalize_audit  # noqa: E402
 
 SIZES = (3696, 2454, 637, 377, 32, 18)
 SHIFTED = 2

@@ -6,7 +6,8 @@ The front door is one call (see README, "Python in one call")::
     result = fairengine.audit(df, label="y", protected=["sex"], model=clf)
 
 :func:`audit`, :func:`load_audit` and :class:`AuditResult` run and read the whole audit (data
-validation, the methods, the report, MLflow); they live in the orchestration layer
+validation, the methods, the report, MLflow); :func:`compare` (:class:`Comparison`) compares a
+candidate model with a baseline on the same rows; they live in the orchestration layer
 (:mod:`flows.python_api`) and are imported on first use, so ``import fairengine`` and every
 statistics module under it stay free of Prefect, MLflow, Jinja2 and Great Expectations. This
 file is the one place where ``fairengine`` refers upward (checked by
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-FRONT_DOOR = ("audit", "load_audit", "AuditResult")
+FRONT_DOOR = ("audit", "compare", "load_audit", "AuditResult", "Comparison")
 
 
 def __getattr__(name: str) -> Any:

@@ -217,6 +217,41 @@ class CacheConfig:
     expiration_days: float = 30.0
 
 
+COMPARISON_METRICS = ("selection_rate", "tpr", "fpr")
+
+
+@dataclass
+class ComparisonConfig:
+    """Challenger vs champion (``fairengine compare``, :mod:`fairengine.comparison`).
+
+    ``delta``: the non-inferiority margin, in absolute rate units: the candidate passes when
+    every tested gap |g_cand| is shown not to exceed |g_base| + ``delta`` (default 0.02).
+    ``metrics``: the rates whose gaps are compared (``selection_rate``, ``tpr``, ``fpr``).
+    ``baseline``: the model compared against when the command gives none (a model URI such as
+    ``models:/credit@champion``). ``max_resamples``: the most paired bootstrap resamples drawn
+    while a decision is within Monte-Carlo error of its threshold (default 31,999).
+    """
+
+    delta: float = 0.02
+    metrics: list[str] = field(default_factory=lambda: list(COMPARISON_METRICS))
+    baseline: str | None = None
+    max_resamples: int = 31_999
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.delta) < 1.0:
+            raise ConfigError(f"comparison.delta must lie in [0, 1), got {self.delta!r}")
+        unknown = [m for m in self.metrics if m not in COMPARISON_METRICS]
+        if unknown or not self.metrics:
+            raise ConfigError(
+                f"comparison.metrics must be a non-empty subset of {list(COMPARISON_METRICS)}, "
+                f"got {self.metrics!r}"
+            )
+        if int(self.max_resamples) < 1999:
+            raise ConfigError(
+                f"comparison.max_resamples must be >= 1999, got {self.max_resamples!r}"
+            )
+
+
 @dataclass
 class DecisionsConfig:
     """How the audit decides (:mod:`fairengine.verdict`, :mod:`fairengine.decisions`).
@@ -286,6 +321,7 @@ class AuditConfig:
     alpha: float = 0.05
     multiplicity: str = "maxt"
     decisions: DecisionsConfig = field(default_factory=DecisionsConfig)
+    comparison: ComparisonConfig = field(default_factory=ComparisonConfig)
     seed: int = 0
     output: OutputConfig = field(default_factory=OutputConfig)
     report: ReportConfig = field(default_factory=ReportConfig)

@@ -20,7 +20,6 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine import progress
-from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
@@ -29,6 +28,7 @@ from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
 from fairengine.permutation.method import PermutationResampler
 from fairengine.results import AuditResult, MethodResult
+from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods
 from flows.runners import task_runner_for

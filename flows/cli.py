@@ -106,6 +106,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--pdf", action="store_true", help=PDF_HELP)
 
+    _add_compare_parser(sub, common)
     audit = sub.add_parser(
         "audit",
         help="run an audit described by a YAML config",
@@ -293,7 +294,7 @@ def _main(argv: list[str] | None) -> int:
         quiet_library_output()
     if args.command == "demo" and args.home is not None:
         os.environ["FAIRENGINE_HOME"] = str(args.home.expanduser().resolve())
-    if args.command in ("audit", "demo"):  # before Prefect is imported: it reads its API once
+    if args.command in ("audit", "demo", "compare"):  # before Prefect is imported (API: once)
         from flows.prefect_server import choose_prefect_api
 
         args.prefect_api = choose_prefect_api()
@@ -316,6 +317,8 @@ def _main(argv: list[str] | None) -> int:
             return _report(args)
         if args.command == "history":
             return _history(args)
+        if args.command == "compare":
+            return _compare(args)
         return _audit(args)
     except AuditInterrupted as exc:
         hard_exit(128 + exc.signum)
@@ -661,6 +664,112 @@ def _history(args: argparse.Namespace) -> int:
         )
     print(format_entries(entries, args.format).rstrip("\n"))
     return 0
+
+
+COMPARE_EPILOG = """\
+exit codes:
+  0  the candidate is shown not worse than the baseline by more than delta on every tested gap
+     (with --gate no-worse: no gap shown worse)
+  1  otherwise: some gap shown worse, or non-inferiority not shown (the output says which)
+  2  bad input; 3 MLflow unavailable; 4 internal error
+"""
+
+
+def _add_compare_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    compare = sub.add_parser(
+        "compare",
+        help="compare a candidate model's fairness gaps with a baseline's (paired tests)",
+        description="Score the audit data of --config with both models and compare every gap "
+        "(selection rate, TPR, FPR; every pair of groups of every protected attribute): a "
+        "paired bootstrap bounds Δ = |gap(candidate)| − |gap(baseline)| for all gaps at once "
+        "(family-wise alpha), and the candidate passes when every Δ is shown below delta "
+        "(non-inferiority). Writes comparison.json and comparison.html; logs an MLflow run and "
+        "tags the candidate version unless --no-mlflow.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=COMPARE_EPILOG,
+    )
+    compare.add_argument("--config", "-c", type=Path, required=True, help="the audit YAML file")
+    compare.add_argument(
+        "--baseline",
+        default=None,
+        help="the model to compare against (a model URI, e.g. models:/credit@champion; "
+        "default: comparison.baseline of the config)",
+    )
+    compare.add_argument(
+        "--candidate",
+        default=None,
+        help="the model compared (a model URI, e.g. models:/credit/7; default: model.uri of "
+        "the config)",
+    )
+    compare.add_argument(
+        "--delta", type=float, default=None, help="override comparison.delta (margin)"
+    )
+    compare.add_argument(
+        "--gate",
+        choices=("non-inferiority", "no-worse"),
+        default="non-inferiority",
+        help="what exit code 0 requires (default non-inferiority: every gap shown not worse "
+        "by more than delta; no-worse: no gap shown worse)",
+    )
+    compare.add_argument("--tracking-uri", default=None, help="override mlflow.tracking_uri")
+    compare.add_argument(
+        "--output-dir", type=Path, default=None, help="override output.dir (local copies)"
+    )
+    compare.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from fairengine.config import AuditConfig, read_config_file
+
+    cfg_path = args.config.expanduser()
+    raw = read_config_file(cfg_path)
+    if args.tracking_uri:
+        raw.setdefault("mlflow", {})["tracking_uri"] = args.tracking_uri
+    if args.output_dir:
+        raw.setdefault("output", {})["dir"] = str(args.output_dir.resolve())
+    if args.no_mlflow:
+        raw.setdefault("mlflow", {})["enabled"] = False
+    if args.delta is not None:
+        raw.setdefault("comparison", {})["delta"] = args.delta
+    candidate = args.candidate or (raw.get("model") or {}).get("uri")
+    raw.pop("model", None)  # the models are --baseline and --candidate
+    base_dir = cfg_path.parent.resolve()
+    cfg = AuditConfig.from_dict(raw, base_dir=base_dir)
+    baseline = args.baseline or cfg.comparison.baseline
+    from fairengine.errors import ConfigError
+
+    if not baseline or not candidate:
+        raise ConfigError(
+            "compare needs two models: --baseline (or comparison.baseline in the config) and "
+            "--candidate (or model.uri in the config)"
+        )
+    from flows.preflight import preflight
+
+    checked = preflight({**raw, "model": {"uri": candidate}}, base_dir)
+    CONSOLE.say(f"Checked the config and {checked.n_rows:,} rows of data")
+    if checked.mlflow_down:
+        assert checked.store is not None
+        from fairengine.errors import MlflowUnavailableError
+
+        raise MlflowUnavailableError(checked.store.reason)
+    start = time.perf_counter()
+    if not args.debug:
+        quiet_engine_tracebacks()
+    from flows.compare import run_comparison
+
+    CONSOLE.say(f"Comparing {candidate} (candidate) with {baseline} (baseline) ...")
+    run = in_worker_thread(lambda: run_comparison(raw, baseline, candidate, str(base_dir)))
+    CONSOLE.say(f"Comparison finished in {time.perf_counter() - start:.1f} s")
+    c = run.comparison
+    print(f"Verdict:     {c.verdict.status.upper().replace('_', ' ')} - {c.verdict.summary}")
+    print(f"Report:      {run.paths['report']}")
+    print(f"JSON:        {run.paths['json']}")
+    if run.mlflow:
+        print(f"MLflow run:  {run.mlflow['run_id']} ({run.mlflow['tracking_uri']})")
+    if args.gate == "no-worse":
+        return EXIT_FAIL if c.verdict.status == "worse" else 0
+    return 0 if c.verdict.status == "not_worse" else EXIT_FAIL
 
 
 if __name__ == "__main__":

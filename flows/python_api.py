@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from fairengine import results
+from fairengine.comparison.record import ModelComparison
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError
 
@@ -408,3 +409,120 @@ def load_audit(path: str | os.PathLike[str]) -> AuditResult:
     if (path.parent / "report.html").is_file():
         paths["report"] = str(path.parent / "report.html")
     return AuditResult.of(result, paths)
+
+
+# --------------------------------------------------------------------------- compare
+class Comparison(ModelComparison):
+    """A comparison's record (:class:`fairengine.comparison.record.ModelComparison`) with
+    :meth:`to_frame` (one row per question) and a rich display; ``paths`` are the files
+    written (``json``, ``report``) and ``mlflow`` the run it was logged to, if any."""
+
+    paths: dict[str, str]
+    mlflow: dict[str, str] | None
+
+    @classmethod
+    def of(
+        cls,
+        record: ModelComparison,
+        paths: Mapping[str, str] | None = None,
+        mlflow: Mapping[str, str] | None = None,
+    ) -> Comparison:
+        out = cls(**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
+        object.__setattr__(out, "paths", dict(paths or {}))
+        object.__setattr__(out, "mlflow", dict(mlflow) if mlflow else None)
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per question: metric, attribute, groups, both gaps, Δ̂, [low, high], the
+        p-values, the decision and its reading."""
+        return pd.DataFrame([dataclasses.asdict(q) for q in self.result.questions])
+
+    def __repr__(self) -> str:
+        return (
+            f"<Comparison {self.comparison_id}: {self.verdict.status.upper()} "
+            f"({self.candidate.label} vs {self.baseline.label}); .to_frame() for the gaps>"
+        )
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        colour = {"not_worse": "#009E73", "worse": "#D55E00"}.get(self.verdict.status, "#E69F00")
+        order = {"worse": 0, "undetermined (Monte-Carlo resolution)": 1, "undetermined": 1}
+        rows = sorted(
+            (q for q in self.result.questions if q.decision != "not_tested"),
+            key=lambda q: (order.get(q.decision, 2), -q.difference),
+        )[:TOP_FINDINGS]
+        body = "".join(
+            f"<tr><td style='text-align:left'>{e(q.metric)}, {e(q.attribute)}: "
+            f"{e(q.group_a)} − {e(q.group_b)}</td><td>{q.gap_baseline:.4f}</td>"
+            f"<td>{q.gap_candidate:.4f}</td><td>[{q.low:.4f}, {q.high:.4f}]</td>"
+            f"<td>{e(q.decision)}</td></tr>"
+            for q in rows
+        )
+        return (
+            f"<div><p><strong style='color:{colour}'>"
+            f"{e(self.verdict.status.upper().replace('_', ' '))}</strong> — "
+            f"{e(self.verdict.summary)}</p><p>candidate {e(self.candidate.label)} vs baseline "
+            f"{e(self.baseline.label)} · {self.n_rows:,} rows</p><table><thead><tr>"
+            "<th style='text-align:left'>Gap</th><th>Baseline</th><th>Candidate</th>"
+            "<th>Δ = |cand| − |base|</th><th>Decision</th></tr></thead><tbody>"
+            f"{body}</tbody></table></div>"
+        )
+
+
+def compare(
+    data: pd.DataFrame | str | os.PathLike[str],
+    *,
+    baseline: Any,
+    candidate: Any,
+    label: str | None = None,
+    protected: str | Iterable[str] | None = None,
+    delta: float | None = None,
+    **settings: Any,
+) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` on the same rows (challenger vs champion):
+    each a model URI (``models:/credit@champion``) or a model object as :func:`audit` takes.
+    ``delta``: the non-inferiority margin (``comparison.delta``, default 0.02); the other
+    keywords as :func:`audit` (``features=``, ``positive_label=``, ``threshold=``,
+    ``alpha=``, ``mlflow=``, ...). The verdict is ``not_worse``, ``worse`` or
+    ``inconclusive`` (:mod:`fairengine.comparison.record`)."""
+    if "methods" in settings:
+        raise ConfigError("methods: a comparison has no methods to choose; remove methods=")
+    if delta is not None:
+        settings["comparison"] = {**dict(settings.get("comparison") or {}), "delta": delta}
+    raw, frame, _ = audit_config(data, label=label, protected=protected, **settings)
+    objects = {}
+    uris = {}
+    for side, model in (("baseline", baseline), ("candidate", candidate)):
+        if model is None:
+            raise ConfigError(f"{side}: expected a model URI or a model object, got None")
+        if isinstance(model, str):
+            uris[side] = model
+        else:
+            objects[side] = model
+    from flows.preflight import preflight
+    from tasks.audit_inputs import AuditInputs, ComparisonInputs
+    from tasks.settings import apply_offline_defaults
+
+    apply_offline_defaults()
+    check_model = objects.get("candidate")
+    checked = preflight(
+        {**raw, "model": {"uri": uris["candidate"]}} if "candidate" in uris else raw,
+        None,
+        AuditInputs(frame, check_model),
+    )
+    if checked.mlflow_down:
+        assert checked.store is not None
+        raise ConfigError(
+            f"mlflow: the MLflow store {checked.store.uri} is not available "
+            f"({checked.store.reason})"
+        )
+    if "prefect" not in sys.modules:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.compare import run_comparison
+
+    inputs = ComparisonInputs(frame, objects.get("baseline"), objects.get("candidate"))
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fairengine") as pool:
+        run = pool.submit(
+            run_comparison, raw, uris.get("baseline"), uris.get("candidate"), None, inputs
+        ).result()
+    return Comparison.of(run.comparison, run.paths, run.mlflow)

@@ -26,3 +26,21 @@ class AuditInputs:
         rows = "no table" if self.frame is None else f"{len(self.frame):,} rows"
         model = "no model" if self.model is None else type(self.model).__name__
         return f"AuditInputs({rows}, {model})"
+
+
+class ComparisonInputs:
+    """The table and/or the two model objects of a comparison started from Python
+    (``fairengine.compare``); slotted for the reason :class:`AuditInputs` is."""
+
+    __slots__ = ("baseline", "candidate", "frame")
+
+    def __init__(
+        self, frame: pd.DataFrame | None = None, baseline: Any = None, candidate: Any = None
+    ) -> None:
+        self.frame = frame
+        self.baseline = baseline
+        self.candidate = candidate
+
+    def __repr__(self) -> str:
+        rows = "no table" if self.frame is None else f"{len(self.frame):,} rows"
+        return f"ComparisonInputs({rows})"

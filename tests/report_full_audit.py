@@ -34,7 +34,6 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
@@ -47,6 +46,7 @@ from fairengine.permutation import run_permutation_tests
 from fairengine.registry import BUILT_IN, method_spec
 from fairengine.results import AuditResult, MethodResult
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 
 AGE_COLUMN = "age_band"
 AGE_LEVELS = ("<30", "30-50", ">50")

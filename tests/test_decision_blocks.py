@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import FamilyTest, ResamplingSettings, block_adjusted, decide_family
 from fairengine.group_parity import group_parity
@@ -28,6 +27,7 @@ from fairengine.permutation.method import PermutationResampler
 from fairengine.permutation.metrics import studentized_difference
 from fairengine.results import AuditResult, ResamplingPart
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 
 
 def brute_stepdown(q: np.ndarray, blocks: np.ndarray, ranks: np.ndarray, alpha: float):

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 from scipy.stats import binom, norm
 
-from fairengine.verdict import finalize_audit
 from fairengine.decisions import (
     DecisionSettingsError,
     FamilyResult,
@@ -39,6 +38,7 @@ from fairengine.results import (
     ResamplingPart,
     gap_question,
 )
+from fairengine.verdict import finalize_audit
 
 ALPHA = 0.05
 

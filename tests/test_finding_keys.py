@@ -16,7 +16,6 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import (
     FLAT_SUFFIXES,
@@ -39,6 +38,7 @@ from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.method import run_permutation_tests
 from fairengine.results import AuditResult, Finding, Interval, MethodResult, Verdict
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 
 LONG = "a" * (MAX_TOKEN_LENGTH + 1)
 TRICKY = [

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_lipton_hiring
 from fairengine.decisions import BoundedResampler, Resamplers
@@ -21,6 +20,7 @@ from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.fliptest.result import FlipTestDetails
 from fairengine.fliptest.statistics import draw_labels, permutation_rates
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 
 POS = "fliptest_pos.gender.man_woman"  # the large flipset (about 40 % of men)
 NEG = "fliptest_neg.gender.man_woman"  # empty

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
 from fairengine.intersectional.metrics import EpsilonConventions
 from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 from tasks.report import fmt_number, render_report
 
 COMPAS = Path(__file__).resolve().parents[2] / "shared" / "data" / "compas"

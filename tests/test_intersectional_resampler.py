@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.datasets import make_intersectional_synthetic
 from fairengine.decisions import Resamplers
 from fairengine.intersectional import IntersectionalConfig, run_intersectional
 from fairengine.intersectional.resampler import IntersectionalResampler
+from fairengine.verdict import finalize_audit
 
 KEY = "df_eps.sp.attr__a_x_attr__b"  # true ε_sp = 1.107 on this generator
 

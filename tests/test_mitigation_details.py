@@ -77,8 +77,8 @@ def run() -> tuple[pd.DataFrame, AuditDataset, MethodResult]:
 
 
 def test_report_block_draws_the_typed_details(run) -> None:
-    from fairengine.verdict import finalize_audit
     from fairengine.registry import method_spec
+    from fairengine.verdict import finalize_audit
     from tasks.report import fmt_number, render_report
 
     _, ds, m = run

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.results import Artifact, MethodResult
+from fairengine.verdict import finalize_audit
 from tasks.mlflow_log import TAGS, log_audit, stage_method_artifacts
 
 

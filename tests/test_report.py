@@ -709,10 +709,10 @@ def test_intersectional_block_shows_estimators_pair_and_smallest_cells() -> None
     import numpy as np
     import pandas as pd
 
-    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.intersectional import IntersectionalConfig, run_intersectional
     from fairengine.roles import ColumnRoles
+    from fairengine.verdict import finalize_audit
 
     rng = np.random.default_rng(0)
     n = 4000
@@ -752,12 +752,12 @@ def test_group_metrics_and_permutation_blocks_render_real_results() -> None:
     import numpy as np
     import pandas as pd
 
-    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.group_metrics import GroupMetricsConfig, run_group_metrics
     from fairengine.permutation import PermutationConfig, run_permutation_tests
     from fairengine.permutation.result import PermutationDetails
     from fairengine.roles import ColumnRoles
+    from fairengine.verdict import finalize_audit
 
     rng = np.random.default_rng(1)
     n = 3000
@@ -792,11 +792,11 @@ def test_individual_fairness_block_renders_a_real_result() -> None:
 
     from sklearn.linear_model import LogisticRegression
 
-    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.datasets import make_maity_simulation
     from fairengine.individual import IndividualConfig, run_individual_fairness
     from fairengine.individual.result import IndividualFairnessDetails
+    from fairengine.verdict import finalize_audit
 
     data = make_maity_simulation(n=400, seed=1)
     frame = data.frame.copy()
@@ -824,10 +824,10 @@ def test_fliptest_block_renders_a_real_result() -> None:
 
     from sklearn.linear_model import LogisticRegression
 
-    from fairengine.verdict import finalize_audit
     from fairengine.dataset import AuditDataset
     from fairengine.datasets import make_lipton_hiring
     from fairengine.fliptest import FlipTestConfig, run_fliptest
+    from fairengine.verdict import finalize_audit
 
     data = make_lipton_hiring(n_per_group=400, seed=0)
     frame = data.frame.copy()
@@ -877,8 +877,8 @@ def test_input_warnings_are_shown_in_the_verdict_banner_before_the_reasons(
 def test_undetermined_and_supporting_findings_are_shown_as_such() -> None:
     """An undetermined Monte-Carlo test reads 'Undetermined', never 'Not rejected'; a supporting
     test is in its own collapsed table and not counted among the deciding tests."""
-    from fairengine.verdict import finalize_audit
     from fairengine.results import ResamplingPart, gap_question
+    from fairengine.verdict import finalize_audit
 
     q = gap_question("tpr", "sex", "f", "m")
     tol = Finding(

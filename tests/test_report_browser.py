@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 from tasks.report import write_report
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_metrics import run_group_metrics
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult, Finding, gap_question
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 from tasks.audit_history import AUDIT_JSON, decisions_of, logged_decisions
 from tasks.report import render_report, report_context
 from tasks.report.findings import (

@@ -33,11 +33,11 @@ import pytest
 from deployments_support import healthy, start_mlflow_server, wait_until
 from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 from tasks.mlflow_log import FINDINGS_TABLE, REPORT_ARTIFACT, log_audit
 from tasks.report import render_report
 

@@ -29,11 +29,11 @@ import pytest
 import yaml
 from test_report_browser import ARTIFACTS, chromium_path
 
-from fairengine.verdict import finalize_audit
 from fairengine.dataset import AuditDataset
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 from tasks.report import write_report
 from tasks.report_pdf import (
     BROWSER_ENV,

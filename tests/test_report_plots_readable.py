@@ -546,7 +546,6 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> 
     import pandas as pd
     from report_full_audit import build_full_audit
 
-    from fairengine.verdict import finalize_audit
     from fairengine.config import AuditConfig
     from fairengine.dataset import AuditDataset
     from fairengine.group_metrics import run_group_metrics
@@ -554,6 +553,7 @@ def real_reports(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> 
     from fairengine.intersectional import run_intersectional
     from fairengine.permutation import run_permutation_tests
     from fairengine.roles import ColumnRoles
+    from fairengine.verdict import finalize_audit
     from tasks.report import write_report
 
     frame = pd.read_csv(shared_dir / "data" / "compas" / "compas-scores-two-years.csv.gz")

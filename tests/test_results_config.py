@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairengine.verdict import finalize_audit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError
 from fairengine.group_parity import group_parity
 from fairengine.results import AuditResult, Finding, Interval, MethodResult
 from fairengine.roles import ColumnRoles
+from fairengine.verdict import finalize_audit
 
 
 def audit(shift: float, tolerance: float = 0.05, multiplicity: str = "holm") -> AuditResult:

@@ -14,6 +14,12 @@ from fairengine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from fairengine.comparison.compare import METRICS, compare_models
+    from fairengine.comparison.record import (
+        ComparedModel,
+        ComparisonVerdict,
+        ModelComparison,
+        comparison_verdict,
+    )
     from fairengine.comparison.result import (
         ComparisonDiagnostics,
         ComparisonQuestion,
@@ -31,15 +37,23 @@ __getattr__, __dir__ = lazy_exports(
         "ComparisonResult": "result",
         "ComparisonInputError": "settings",
         "ComparisonResampling": "settings",
+        "ComparedModel": "record",
+        "ComparisonVerdict": "record",
+        "ModelComparison": "record",
+        "comparison_verdict": "record",
     },
 )
 
 __all__ = [
     "METRICS",
+    "ComparedModel",
     "ComparisonDiagnostics",
     "ComparisonInputError",
     "ComparisonQuestion",
     "ComparisonResampling",
     "ComparisonResult",
+    "ComparisonVerdict",
+    "ModelComparison",
     "compare_models",
+    "comparison_verdict",
 ]
