@@ -4,7 +4,9 @@
 config (a YAML path or a dict: data source, columns, methods; its ``model`` section is replaced),
 points it at ``models:/<name>/<version>`` and runs :func:`flows.audit.audit_flow` as a subflow,
 which logs the audit run and tags the model version with ``fairness.verdict`` /
-``fairness.audit_run_id`` (tag names: :data:`tasks.mlflow_log.TAGS`).
+``fairness.audit_run_id`` (tag names: :data:`tasks.mlflow_log.TAGS`). When the config names
+``comparison.baseline`` (``@champion``: an alias of the same model, or any model URI), the new
+version is then compared with it (:func:`compare_with_baseline`, :mod:`flows.compare`).
 
 Idempotent per (model name, version, event): an audit that already ran for that key is not
 re-run, whoever asks (a duplicate webhook delivery, the sensor seeing the same version, a
@@ -260,4 +262,55 @@ def registry_audit_flow(
     # the audit ran: record it before anything else can fail
     finish_claim(key, {k: v for k, v in result.items() if isinstance(v, str | None)})
     logger.info("Audited %s (%s): verdict %s", model_uri, reason_key, result["verdict"])
+    baseline = AuditConfig.from_dict(config).comparison.baseline
+    if baseline:
+        result["comparison"] = compare_with_baseline(
+            config, base_dir, baseline, model_name, version, client
+        )
     return result
+
+
+def baseline_uri(baseline: str, model_name: str) -> str:
+    """``comparison.baseline`` as a model URI: ``@champion`` (an alias of the audited model)
+    is ``models:/<model_name>@champion``; a URI is used as it is."""
+    return f"models:/{model_name}{baseline}" if baseline.startswith("@") else baseline
+
+
+def compare_with_baseline(
+    config: dict[str, Any],
+    base_dir: str | None,
+    baseline: str,
+    model_name: str,
+    version: str,
+    client: Any,
+) -> dict[str, Any]:
+    """After the audit of a new version: compare it with ``comparison.baseline`` (the
+    champion), which tags the version ``fairness.comparison`` and emits
+    ``fairengine.comparison.worse`` when it is worse. Skipped when the baseline is this very
+    version; a comparison that fails is reported in the result, never undoing the audit."""
+    logger = get_run_logger()
+    uri = baseline_uri(baseline, model_name)
+    candidate = f"models:/{model_name}/{version}"
+    try:
+        from tasks.model import describe_model_uri
+
+        info = describe_model_uri(uri, client.tracking_uri)
+        if info.get("name") == model_name and str(info.get("version")) == str(version):
+            logger.info("Comparison skipped: the baseline %s is this version", uri)
+            return {"status": "skipped", "why": f"the baseline {uri} is this version"}
+        from flows.compare import compare_flow
+
+        run = compare_flow(config, baseline=uri, candidate=candidate, base_dir=base_dir)
+    except Exception as exc:
+        logger.warning("Comparison with %s failed: %s: %s", uri, type(exc).__name__, exc)
+        return {"status": "failed", "baseline": uri, "reason": f"{type(exc).__name__}: {exc}"}
+    c = run.comparison
+    logger.info("Compared %s with %s: %s", candidate, uri, c.verdict.status)
+    return {
+        "status": "compared",
+        "baseline": uri,
+        "verdict": c.verdict.status,
+        "comparison_id": c.comparison_id,
+        "run_id": run.mlflow["run_id"] if run.mlflow else None,
+        "report": run.paths["report"],
+    }

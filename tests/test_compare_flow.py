@@ -246,3 +246,42 @@ def test_the_rtdp_mitigated_adult_model_against_the_unconstrained_one(
     assert q.decision == "not_worse" and q.high < 0, q.reading
     assert c.verdict.status == "not_worse"
     assert any("drawn from it" in w for w in c.warnings)  # the RTDP decides by a draw
+
+
+def test_the_registry_audit_compares_a_new_version_with_the_champion(
+    hiring, tmp_path: Path
+) -> None:
+    """The deployment's flow: with comparison.baseline "@champion", auditing version 2 also
+    compares it with the champion (tag, verdict in the flow's result); auditing the champion
+    itself skips the comparison."""
+    from mlflow import MlflowClient
+    from sklearn.linear_model import LogisticRegression
+
+    from deployments.registry_audit import registry_audit_flow
+
+    frame = hiring["frame"]
+    v1 = _register(hiring["champion"], "hire-deploy", tmp_path)
+    client = MlflowClient()
+    client.set_registered_model_alias("hire-deploy", "champion", v1)
+    proxy = LogisticRegression().fit(frame[FEATURES].assign(work_exp=0.0), frame["hired"])
+    v2 = _register(proxy, "hire-deploy", tmp_path)
+    data = tmp_path / "hiring.csv"
+    frame.to_csv(data, index=False)
+    off = {"enabled": False}
+    config = {
+        "data": {"path": str(data)},
+        "columns": {"label": "hired", "protected": ["gender"]},
+        "output": {"dir": str(tmp_path / "out")},
+        "mlflow": {"experiment": "deploy-compare"},
+        "methods": {m: off for m in ("permutation_tests", "intersectional", "individual_fairness")},
+        "comparison": {"baseline": "@champion"},
+    }
+    result = registry_audit_flow("hire-deploy", v2, base_config=config)
+    assert result["status"] == "audited"
+    assert result["comparison"]["status"] == "compared", result["comparison"]
+    assert result["comparison"]["verdict"] == "worse"
+    assert result["comparison"]["baseline"] == "models:/hire-deploy@champion"
+    tags = client.get_model_version("hire-deploy", v2).tags
+    assert tags["fairness.comparison"] == "worse" and tags["fairness.verdict"] in {"pass", "fail"}
+    same = registry_audit_flow("hire-deploy", v1, base_config=config)
+    assert same["comparison"]["status"] == "skipped"
