@@ -8,8 +8,10 @@ question ``cmp_<metric>.<attribute>.<a>_<b>`` = Δ̂ = |g_cand| − |g_base| wit
 ``comparison/comparison.html``. The candidate version (when it is a registry version) is tagged
 ``fairness.comparison`` (the verdict), ``fairness.comparison_run_id`` and
 ``fairness.comparison_baseline``. Events: ``fairengine.comparison.completed`` after every
-comparison and ``fairengine.comparison.worse`` when the verdict is ``worse``; resource = the
-candidate model version.
+comparison; when the verdict is ``worse``, ``fairengine.comparison.worse`` and
+``fairengine.audit.failed`` (so that the audit alert's automation fires for it too: the payload
+has the audit payload's verdict, counts, mlflow and report_uri fields, plus ``kind:
+comparison``); resource = the candidate model version.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from fairengine.comparison.record import ModelComparison
 from fairengine.finding_keys import key_token, pair_token
+from tasks.audit_events import AUDIT_FAILED
 from tasks.mlflow_log import ensure_experiment, set_version_tag
 
 COMPARISON_COMPLETED = "fairengine.comparison.completed"
@@ -170,17 +173,27 @@ def emit_comparison_events(
     verdict); never raises (a warning in the log instead). Returns the names emitted."""
     names = [COMPARISON_COMPLETED]
     if comparison.verdict.status == "worse":
-        names.append(COMPARISON_WORSE)
+        names += [COMPARISON_WORSE, AUDIT_FAILED]
     v = comparison.verdict
+    report_uri = None
+    if mlflow_info and mlflow_info.get("artifact_uri"):
+        report_uri = f"{mlflow_info['artifact_uri']}/{COMPARISON_DIR}/comparison.html"
+    elif paths.get("report"):
+        report_uri = Path(paths["report"]).resolve().as_uri()
     payload = {
+        "kind": "comparison",
         "comparison_id": comparison.comparison_id,
         "verdict": {"status": v.status, "summary": v.summary},
+        # the audit alert's fields too (its message template reads counts.rejected and
+        # counts.undetermined): a gap shown worse is the comparison's rejection
         "counts": {
             "not_worse": v.n_not_worse,
             "worse": v.n_worse,
+            "rejected": v.n_worse,
             "undetermined": v.n_undetermined,
             "not_tested": v.n_not_tested,
         },
+        "report_uri": report_uri,
         "baseline": {"uri": comparison.baseline.uri, "label": comparison.baseline.label},
         "candidate": {"uri": comparison.candidate.uri, "label": comparison.candidate.label},
         "delta": comparison.result.delta,

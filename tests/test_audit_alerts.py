@@ -39,6 +39,7 @@ from tasks.audit_events import (
     audit_related,
     audit_resource,
 )
+from tasks.comparison_log import COMPARISON_WORSE
 
 REPO = Path(__file__).resolve().parents[1]
 DELIVERY_TIMEOUT_S = 60.0
@@ -167,6 +168,24 @@ def _config(tmp: Path, name: str, gap: float) -> Path:
     return path
 
 
+COMPARE_WORSE = """
+import sys
+import numpy as np, pandas as pd
+import fairengine
+rng = np.random.default_rng(3)
+n = 4000
+df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "x": rng.normal(size=n)})
+df["y"] = rng.binomial(1, 0.4, n)
+f = (df["sex"] == "f").to_numpy()
+fair = lambda X: 1 / (1 + np.exp(-X["x"].to_numpy()))
+unfair = lambda X: 1 / (1 + np.exp(-(X["x"].to_numpy() - 1.5 * f[X.index])))
+c = fairengine.compare(df, baseline=fair, candidate=unfair, label="y", protected="sex",
+                       features=["x"], output={"dir": sys.argv[1] + "/cmp"})
+print(c.verdict.status)
+"""
+"""A comparison run from Python whose candidate lowers women's scores: verdict ``worse``."""
+
+
 def _events(api: str, name: str) -> list[dict[str, Any]]:
     status, page = http(
         "POST",
@@ -187,7 +206,7 @@ def _wait(predicate: Any, timeout: float) -> bool:
 
 
 @pytest.mark.flow
-def test_a_failing_audit_posts_to_the_webhook_and_a_passing_one_does_not(
+def test_a_failing_audit_and_a_worse_comparison_post_to_the_webhook_a_pass_does_not(
     tmp_path: Path, sink: tuple[str, list[dict[str, Any]]]
 ) -> None:
     url, received = sink
@@ -265,6 +284,16 @@ def test_a_failing_audit_posts_to_the_webhook_and_a_passing_one_does_not(
         assert f"rejected {failed['payload']['counts']['rejected']}" in text
         time.sleep(3)  # nothing else arrives: the pass posted nothing, the fail posted once
         assert len(received) == 1
+
+        # a comparison whose candidate is worse than its baseline: the same automation posts
+        compared = _run(["-c", COMPARE_WORSE, str(tmp_path)], client_env, REPO)
+        assert compared.returncode == 0, compared.stderr[-4000:]
+        assert compared.stdout.strip() == "worse", compared.stdout
+        assert _wait(lambda: len(received) >= 2, DELIVERY_TIMEOUT_S), "no POST for the comparison"
+        assert _wait(lambda: len(_events(api, COMPARISON_WORSE)) == 1, 30)
+        worse_text = json.loads(received[1]["body"])["text"]
+        assert worse_text.startswith("FairEngine audit WORSE: ")
+        assert "more unequal than the baseline" in worse_text and "comparison.html" in worse_text
         print(text)
         print(json.dumps(failed["payload"]))
         print(f"audit run {ended - start:.1f} s, message {delivered - ended:.1f} s after it ended")
