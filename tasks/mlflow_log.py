@@ -465,7 +465,10 @@ def previous_audits(
     quoted = model_name.replace("\\", "\\\\").replace("'", "\\'")
     runs = client.search_runs(
         [exp.experiment_id],
-        filter_string=f"tags.`{TAGS.model_name}` = '{quoted}' and attributes.status = 'FINISHED'",
+        # audits only: a comparison run of the same model (fairness.kind comparison) has no
+        # audit id and no audit.json
+        filter_string=f"tags.`{TAGS.model_name}` = '{quoted}' and attributes.status = 'FINISHED'"
+        f" and tags.`{TAGS.audit_id}` IS NOT NULL",
         order_by=["attributes.start_time DESC"],
         max_results=limit,
     )

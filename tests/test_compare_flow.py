@@ -160,6 +160,11 @@ def test_the_cli_gates_tags_the_candidate_and_logs_a_run(hiring, tmp_path: Path)
     assert run.data.metrics["comparison_verdict_worse"] == 1.0
     assert run.data.metrics["comparison_worse"] >= 1
     assert any(k.startswith("cmp_dp.gender.") for k in run.data.metrics)
+    from tasks.mlflow_log import previous_audits
+    from tasks.settings import default_tracking_uri
+
+    # the comparison run is not an audit: the next audit's trend table does not list it
+    assert previous_audits(default_tracking_uri(), "compare-tests", "hire", []) == []
     names = {a.path for a in client.list_artifacts(run.info.run_id, "comparison")}
     assert names == {"comparison/comparison.json", "comparison/comparison.html"}
 
