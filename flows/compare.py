@@ -89,8 +89,11 @@ def _side(
             f"{source.get('estimator')} outputs the probability of a positive decision; its "
             f"decisions were drawn from it (seed {cfg.seed}), as the model decides when deployed"
         )
+    uri_shown = info.get("uri")
+    if info.get("fingerprint"):  # a Python object: its content hash tells two of a kind apart
+        uri_shown = f"{uri_shown}@{str(info['fingerprint'])[:8]}"
     model = ComparedModel(
-        uri=info.get("uri"),
+        uri=uri_shown,
         name=info.get("name"),
         version=None if info.get("version") is None else str(info.get("version")),
         score_source=str((info.get("score_source") or {}).get("description") or ""),

@@ -65,6 +65,9 @@ def test_the_same_model_is_not_worse_with_a_zero_interval(hiring, tmp_path: Path
     assert (table["difference"] == 0).all() and (table["low"] == 0).all()
     assert (table["high"] == 0).all()
     assert Path(c.paths["report"]).is_file() and Path(c.paths["json"]).is_file()
+    # two Python objects are told apart by their content hash, one object is one model
+    assert c.baseline.uri == c.candidate.uri
+    assert c.baseline.uri.startswith("python:LogisticRegression@")
     assert "NOT WORSE" in c._repr_html_()
 
 
@@ -89,6 +92,7 @@ def test_a_fairer_candidate_passes_and_a_worse_one_fails(hiring, tmp_path: Path)
     sel = worse.result.question("selection_rate", "gender", "man", "woman")
     assert sel.low > worse.result.delta and sel.decision == "worse"
     assert worse.verdict.status == "worse"
+    assert fairer.baseline.uri != fairer.candidate.uri
     # the paired gaps are the rates of each model's thresholded predictions
     frame = hiring["frame"]
     pred = hiring["champion"].predict_proba(frame[FEATURES])[:, 1] > 0.5
