@@ -29,6 +29,10 @@ def test_help_documents_every_option_and_imports_nothing_heavy() -> None:
     audit = cli("audit", "--help")
     for opt in ("--config", "--tracking-uri", "--output-dir", "--no-mlflow", "--fail-on-disparity"):
         assert opt in audit.stdout
+    compare = cli("compare", "--help")
+    for opt in ("--config", "--baseline", "--candidate", "--delta", "--gate", "--no-mlflow"):
+        assert opt in compare.stdout
+    assert "compare" in top.stdout
     demo = cli("demo", "--help")
     for opt in ("--home", "--n-per-group", "--seed"):
         assert opt in demo.stdout
