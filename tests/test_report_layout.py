@@ -452,9 +452,12 @@ def test_previous_audits_carry_the_newest_runs_decisions(
     experiment = "report-layout-history"
     exp_id = client.create_experiment(experiment, artifact_location=tmp_path.as_uri())
     tags = {TAGS.model_name: "scorer", TAGS.verdict: "fail"}
-    older = client.create_run(exp_id, tags={**tags, TAGS.model_version: "1"}).info.run_id
+    # audits carry their audit id (a comparison run of the same model has none and is skipped)
+    first = {**tags, TAGS.model_version: "1", TAGS.audit_id: "older"}
+    older = client.create_run(exp_id, tags=first).info.run_id
     client.set_terminated(older, "FINISHED")  # logged before audit.json existed: no artifact
-    newest = client.create_run(exp_id, tags={**tags, TAGS.model_version: "2"}).info.run_id
+    second = {**tags, TAGS.model_version: "2", TAGS.audit_id: many_groups.audit_id}
+    newest = client.create_run(exp_id, tags=second).info.run_id
     client.log_dict(newest, json.loads(many_groups.to_json()), AUDIT_JSON)
     client.set_terminated(newest, "FINISHED")
     keys = [f.key for f in many_groups.findings() if f.pvalue is not None]
