@@ -72,8 +72,12 @@ class KeyedFinding(Protocol):
     """What the key checks read of a :class:`~fairengine.results.Finding` (which imports this
     module, so it is named by shape here, not imported)."""
 
-    key: str
-    label: str
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
 
 #: Suffixes :meth:`~fairengine.results.AuditResult.flat_metrics` appends to a finding's key.
 FLAT_SUFFIXES: tuple[str, ...] = ("ci_low", "ci_high", "pvalue", "pvalue_adj")

@@ -206,14 +206,17 @@ def _run_fliptest(
     )
     if result.status == "ok":
         assert isinstance(result.details, FlipTestDetails)
-        result.artifacts = map_artifacts(result)
-        result.details = dataclasses.replace(
-            result.details,
-            map_cache=MapCacheUse(
-                folder=None if cache is None else str(cache.directory),
-                reused_across_runs=context.store is not None,
-                loaded=0 if cache is None else cache.hits,
-                fitted=0 if cache is None else cache.misses,
+        result = dataclasses.replace(
+            result,
+            artifacts=map_artifacts(result),
+            details=dataclasses.replace(
+                result.details,
+                map_cache=MapCacheUse(
+                    folder=None if cache is None else str(cache.directory),
+                    reused_across_runs=context.store is not None,
+                    loaded=0 if cache is None else cache.hits,
+                    fitted=0 if cache is None else cache.misses,
+                ),
             ),
         )
     return result

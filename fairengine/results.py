@@ -149,7 +149,7 @@ class JointEvidence:
         return cls(str(d["block"]), int(d["rank"]), ResamplingPart.from_dict(d["part"]))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     """One estimated quantity: estimate, interval, and (when tested) p-values and decision.
 
@@ -318,14 +318,15 @@ class Artifact:
     name: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class MethodResult:
     """The result of one audit method (e.g. ``group_parity``).
 
     ``details`` is the method's typed details (:class:`MethodDetails`; :class:`NoDetails` when
     it did not run). ``status`` is ``failed`` (with ``reason``) when an optional step failed,
     ``not_run`` when the method was not requested or not applicable (with ``reason``).
-    ``findings`` are filled in place by the audit's decision step (adjusted p-values).
+    Frozen: the audit's decision step (:func:`fairengine.verdict.apply_decisions`) returns
+    new results with the findings decided (adjusted p-values, decisions).
     """
 
     method: str
@@ -398,7 +399,7 @@ class MethodResult:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExpectationOutcome:
     """One data-validation check: what was expected, on which column, and what was found."""
 
@@ -420,7 +421,7 @@ class ExpectationOutcome:
         return cls(**fields)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ValidationResult:
     """The outcome of data validation: overall success and every check's outcome."""
 
@@ -451,7 +452,7 @@ class ValidationResult:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     """The audit's overall verdict.
 
@@ -473,7 +474,7 @@ class Verdict:
         return cls(status=d["status"], summary=d["summary"], reasons=list(d.get("reasons", [])))
 
 
-@dataclass
+@dataclass(frozen=True)
 class DecisionRecord:
     """How the audit's decisions were taken (:func:`fairengine.verdict.apply_decisions`): which
     null decides a gap, the resampling settings, and the counts behind the verdict."""

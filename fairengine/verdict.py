@@ -11,7 +11,7 @@ where a decision is open, and are ``undetermined`` when the resamples cannot set
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +23,7 @@ from fairengine.decisions import (
     FamilyTest,
     Resampler,
     ResamplingSettings,
+    TestDecision,
     decide_family,
 )
 from fairengine.finding_keys import check_unique_keys
@@ -49,8 +50,16 @@ GAP_NULLS: tuple[str, ...] = ("tolerance", "zero")
 _METHOD_RANK = {"permutation_tests": 0, "group_parity": 1, "group_metrics": 2}
 
 
-def assign_questions(methods: list[MethodResult], gap_null: str = "tolerance") -> list[Finding]:
-    """One deciding test per question; returns the deciding tested findings.
+_Position = tuple[int, int]
+"""A finding's place: (index of its method, index in the method's findings)."""
+
+
+def assign_questions(
+    methods: list[MethodResult], gap_null: str = "tolerance"
+) -> tuple[list[MethodResult], list[Finding]]:
+    """One deciding test per question: the methods with the other tests of each question marked
+    ``supporting`` (new objects; ``methods`` is left as it was), and the deciding tested
+    findings (in the methods' order).
 
     Tested findings with the same ``question`` (e.g. the TPR gap of one pair of groups, tested by
     group parity against |gap| ≤ τ and by a permutation test against no difference) get one
@@ -59,39 +68,71 @@ def assign_questions(methods: list[MethodResult], gap_null: str = "tolerance") -
     score/Wald tests. The others are marked ``supporting`` with ``decided_by`` set; they are
     shown as evidence and do not count in the verdict or in the multiplicity family.
     """
+    decided, deciding = _assign(methods, gap_null)
+    return decided, [decided[i].findings[j] for i, j in deciding]
+
+
+def _assign(
+    methods: list[MethodResult], gap_null: str
+) -> tuple[list[MethodResult], list[_Position]]:
+    """:func:`assign_questions`, with the deciding findings given by their places."""
     if gap_null not in GAP_NULLS:
         raise ValueError(f"decisions.gap_null must be one of {list(GAP_NULLS)}, got {gap_null!r}")
-    tested = [
-        (m.method, f)
-        for m in methods
-        if m.status == "ok"
-        for f in m.findings
-        if f.pvalue is not None
-    ]
-    by_question: dict[str, list[tuple[str, Finding]]] = {}
-    for method, f in tested:
+    tested = _tested(methods)
+    by_question: dict[str, list[tuple[str, _Position]]] = {}
+    for method, at, f in tested:
         if f.question is not None:
-            by_question.setdefault(f.question, []).append((method, f))
-    supporting: set[int] = set()
+            by_question.setdefault(f.question, []).append((method, at))
+    found = {at: f for _, at, f in tested}
+    changed: dict[_Position, Finding] = {}
     for group in by_question.values():
         if len(group) < 2:
             continue
         ranked = sorted(
             group,
-            key=lambda mf: (mf[1].null_kind != gap_null, _METHOD_RANK.get(mf[0], 9)),
+            key=lambda ma: (found[ma[1]].null_kind != gap_null, _METHOD_RANK.get(ma[0], 9)),
         )
-        decider = ranked[0][1]
-        for _, f in ranked[1:]:
-            f.decision = "supporting"
-            f.decided_by = decider.key
-            f.adjusted_pvalue = None
-            supporting.add(id(f))
-            f.reading = (
-                f"{f.reading} Supporting evidence (not counted in the verdict): p={_p(f.pvalue)} "
-                f"against {f.null_hypothesis}; this question is decided by {decider.label} "
-                f"against {decider.null_hypothesis}."
-            ).strip()
-    return [f for _, f in tested if id(f) not in supporting]
+        decider = found[ranked[0][1]]
+        for _, at in ranked[1:]:
+            f = found[at]
+            changed[at] = dataclasses.replace(
+                f,
+                decision="supporting",
+                decided_by=decider.key,
+                adjusted_pvalue=None,
+                reading=(
+                    f"{f.reading} Supporting evidence (not counted in the verdict): "
+                    f"p={_p(f.pvalue)} against {f.null_hypothesis}; this question is decided by "
+                    f"{decider.label} against {decider.null_hypothesis}."
+                ).strip(),
+            )
+    return _with_findings(methods, changed), [at for _, at, _ in tested if at not in changed]
+
+
+def _tested(methods: list[MethodResult]) -> list[tuple[str, _Position, Finding]]:
+    """The tested findings of the methods that ran, with their method's name and place."""
+    return [
+        (m.method, (i, j), f)
+        for i, m in enumerate(methods)
+        if m.status == "ok"
+        for j, f in enumerate(m.findings)
+        if f.pvalue is not None
+    ]
+
+
+def _with_findings(
+    methods: list[MethodResult], changed: dict[_Position, Finding]
+) -> list[MethodResult]:
+    """``methods`` with the findings at the ``changed`` places replaced (new method results
+    where a finding changed, the same objects elsewhere)."""
+    out = []
+    for i, m in enumerate(methods):
+        if not any((i, j) in changed for j in range(len(m.findings))):
+            out.append(m)
+            continue
+        findings = [changed.get((i, j), f) for j, f in enumerate(m.findings)]
+        out.append(dataclasses.replace(m, findings=findings))
+    return out
 
 
 def _family_test(f: Finding, procedure: str) -> FamilyTest:
@@ -119,8 +160,9 @@ def apply_decisions(
     gap_null: str = "tolerance",
     settings: ResamplingSettings | None = None,
     resampler: Resampler | None = None,
-) -> FamilyResult:
-    """Decide every deciding tested finding of the methods that ran, in place.
+) -> tuple[list[MethodResult], FamilyResult]:
+    """Decide every deciding tested finding of the methods that ran: the methods with their
+    findings decided (new objects; ``methods`` is left as it was) and the family's result.
 
     One deciding test per question (:func:`assign_questions`); then the family is decided by
     :func:`fairengine.decisions.decide_family`: exact p-values as they are, Monte-Carlo p-values
@@ -132,45 +174,61 @@ def apply_decisions(
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     if multiplicity not in METHODS:
         raise ValueError(f"multiplicity must be one of {list(METHODS)}, got {multiplicity!r}")
-    family = assign_questions(methods, gap_null)
+    methods, deciding = _assign(methods, gap_null)
+    family = [((i, j), methods[i].findings[j]) for i, j in deciding]
     result = decide_family(
-        [_family_test(f, multiplicity) for f in family], alpha, multiplicity, settings, resampler
+        [_family_test(f, multiplicity) for _, f in family],
+        alpha,
+        multiplicity,
+        settings,
+        resampler,
     )
+    changed = {
+        at: _decided(f, d, alpha, multiplicity)
+        for (at, f), d in zip(family, result.decisions, strict=True)
+    }
+    return _with_findings(methods, changed), result
+
+
+def _decided(f: Finding, d: TestDecision, alpha: float, multiplicity: str) -> Finding:
+    """``f`` with the family's decision ``d`` on it and the reading completed."""
     name = MULTIPLICITY_NAMES[multiplicity]
-    for f, d in zip(family, result.decisions, strict=True):
-        f.adjusted_pvalue = d.adjusted_pvalue
-        f.decision = d.decision
-        if d.parts and multiplicity == "maxt" and f.joint is not None:
-            # the decision used the block's maxT counts; the raw (marginal) p-value stays
-            f.joint = JointEvidence(f.joint.block, f.joint.rank, d.parts[0])
-            f.pvalue_bounds = (d.pvalue_low, d.pvalue_high)
-            f.resamples_needed = d.resamples_needed
-        elif d.parts:
-            f.resampling = list(d.parts)
-            f.pvalue = d.pvalue
-            f.pvalue_bounds = (d.pvalue_low, d.pvalue_high)
-            f.resamples_needed = d.resamples_needed
-        adj = f"{name}-adjusted p={_p(d.adjusted_pvalue)}"
-        if d.decision == "reject":
-            sentence = f"Rejected at α={alpha:g}: {_what_rejected(f)} ({adj})."
-        elif d.decision == "fail_to_reject":
-            sentence = f"Not rejected: {f.null_hypothesis} is not rejected at α={alpha:g} ({adj})."
-        elif not d.parts:
-            sentence = (
-                f"Undetermined (Monte-Carlo resolution): this exact test's decision on "
-                f"{f.null_hypothesis} at α={alpha:g} depends on where undetermined Monte-Carlo "
-                f"tests fall in the {name} order ({adj})."
-            )
-        else:
-            sentence = (
-                f"Undetermined (Monte-Carlo resolution): after {_drawn_words(d.parts)} the "
-                f"p-value lies in [{_bound(d.pvalue_low)}, {_bound(d.pvalue_high)}], which does "
-                f"not settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
-                + _needed_words(d.resamples_needed, _unit(d.parts))
-                + _cap_words(d.resamples_needed, d.resample_cap, d.cap_setting)
-            )
-        f.reading = f"{f.reading} {sentence}".strip()
-    return result
+    update: dict[str, Any] = {"adjusted_pvalue": d.adjusted_pvalue, "decision": d.decision}
+    if d.parts and multiplicity == "maxt" and f.joint is not None:
+        # the decision used the block's maxT counts; the raw (marginal) p-value stays
+        update.update(
+            joint=JointEvidence(f.joint.block, f.joint.rank, d.parts[0]),
+            pvalue_bounds=(d.pvalue_low, d.pvalue_high),
+            resamples_needed=d.resamples_needed,
+        )
+    elif d.parts:
+        update.update(
+            resampling=list(d.parts),
+            pvalue=d.pvalue,
+            pvalue_bounds=(d.pvalue_low, d.pvalue_high),
+            resamples_needed=d.resamples_needed,
+        )
+    adj = f"{name}-adjusted p={_p(d.adjusted_pvalue)}"
+    if d.decision == "reject":
+        sentence = f"Rejected at α={alpha:g}: {_what_rejected(f)} ({adj})."
+    elif d.decision == "fail_to_reject":
+        sentence = f"Not rejected: {f.null_hypothesis} is not rejected at α={alpha:g} ({adj})."
+    elif not d.parts:
+        sentence = (
+            f"Undetermined (Monte-Carlo resolution): this exact test's decision on "
+            f"{f.null_hypothesis} at α={alpha:g} depends on where undetermined Monte-Carlo "
+            f"tests fall in the {name} order ({adj})."
+        )
+    else:
+        sentence = (
+            f"Undetermined (Monte-Carlo resolution): after {_drawn_words(d.parts)} the "
+            f"p-value lies in [{_bound(d.pvalue_low)}, {_bound(d.pvalue_high)}], which does "
+            f"not settle its decision on {f.null_hypothesis} at α={alpha:g} ({adj}); "
+            + _needed_words(d.resamples_needed, _unit(d.parts))
+            + _cap_words(d.resamples_needed, d.resample_cap, d.cap_setting)
+        )
+    update["reading"] = f"{f.reading} {sentence}".strip()
+    return dataclasses.replace(f, **update)
 
 
 def _unit(parts: tuple[ResamplingPart, ...] | list[ResamplingPart]) -> str:
@@ -281,10 +339,9 @@ def finalize_audit(
     and valid (:func:`fairengine.finding_keys.check_unique_keys`).
     """
     check_unique_keys(f for m in methods for f in m.findings)
-    # decisions are written into copies: the methods' own results stay as they were, so an
-    # audit can be re-decided (another gap_null or multiplicity) from the same method results
-    methods = copy.deepcopy(methods)
-    family = apply_decisions(
+    # decisions give new results: the methods' own results stay as they were, so an audit can
+    # be re-decided (another gap_null or multiplicity) from the same method results
+    methods, family = apply_decisions(
         methods,
         alpha,
         multiplicity,

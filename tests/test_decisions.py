@@ -9,6 +9,7 @@ their assertion messages. The full-size simulations are ``benchmarks/decisions_s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -348,12 +349,12 @@ def test_exact_test_left_open_by_a_monte_carlo_test_is_undetermined(
     assert mc.resamples_needed is not None and 99 < mc.resamples_needed < math.inf
     if procedure == "holm":
         methods = _methods(ResamplingPart("permutation", 2, 99), perm_question=None)
-        methods[0].findings = [
+        methods[0] = dataclasses.replace(methods[0], findings=[
             Finding(
                 "dp_gap.sex.female_male", "Positive-rate gap", 0.1, None, pvalue=0.03,
                 null_hypothesis="|gap| ≤ 0.02", null_kind="tolerance",
             )
-        ]  # fmt: skip
+        ])  # fmt: skip
         a = _audit(methods)
         assert [f.decision for f in a.findings()] == ["undetermined", "undetermined"]
         assert a.verdict.status == "incomplete" and "2 test(s) undetermined" in a.verdict.summary
@@ -808,7 +809,17 @@ def test_audit_json_round_trip_keeps_the_decision_fields() -> None:
             )
     # an undetermined test whose estimate sits on its critical value carries resamples_needed=inf
     audit = _audit(_methods(ResamplingPart("permutation", 3, 199), perm_question=None))
-    finding(audit, "perm_positive_rate.sex.female_male").resamples_needed = math.inf
+    key = "perm_positive_rate.sex.female_male"
+    audit.methods = [
+        dataclasses.replace(
+            m,
+            findings=[
+                dataclasses.replace(f, resamples_needed=math.inf) if f.key == key else f
+                for f in m.findings
+            ],
+        )
+        for m in audit.methods
+    ]
     text = audit.to_json()
     assert '"resamples_needed": "Infinity"' in text
     back = finding(AuditResult.from_json(text), "perm_positive_rate.sex.female_male")

@@ -369,18 +369,21 @@ def run_intersectional(
             reading=reading,
         )
         if cfg.target_epsilon is not None:
-            finding.pvalue = head.pvalue(cfg.target_epsilon)
-            # a Monte-Carlo p-value: S of n bootstrap (posterior) draws with ε ≤ target; the
-            # audit decides it through its resampling interval (fairengine.decisions)
-            finding.resampling = [
-                ResamplingPart(
-                    "posterior" if head is bayes else "bootstrap",
-                    int(np.sum(head.draws <= cfg.target_epsilon)),
-                    int(head.n),
-                )
-            ]
-            finding.null_hypothesis = (
-                f"ε_{m} over {grouping_words} ≤ {cfg.target_epsilon:g} ({conv.name})"
+            finding = dataclasses.replace(
+                finding,
+                pvalue=head.pvalue(cfg.target_epsilon),
+                # a Monte-Carlo p-value: S of n bootstrap (posterior) draws with ε ≤ target;
+                # the audit decides it through its resampling interval (fairengine.decisions)
+                resampling=[
+                    ResamplingPart(
+                        "posterior" if head is bayes else "bootstrap",
+                        int(np.sum(head.draws <= cfg.target_epsilon)),
+                        int(head.n),
+                    )
+                ],
+                null_hypothesis=(
+                    f"ε_{m} over {grouping_words} ≤ {cfg.target_epsilon:g} ({conv.name})"
+                ),
             )
         findings.append(finding)
         if not np.isfinite(extra[(g, m)]["epsilon_empirical"]):

@@ -11,6 +11,7 @@ p-value and its Wilson interval.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
 import time
@@ -310,8 +311,10 @@ def _joint_evidence(
     findings: list[Finding],
     tests: dict[str, PlannedTest],
     seed: int,
-) -> None:
-    """Attach to each ratio-metric finding its place in its attribute's joint maxT block."""
+) -> list[Finding]:
+    """The findings with each ratio-metric finding's place in its attribute's joint maxT block
+    attached (new findings; the others as they were)."""
+    findings = list(findings)
     for attr_index, attr in enumerate(_attributes(dataset, config)):
         family = _joint_family(dataset, config, attr)
         if family is None:
@@ -319,16 +322,20 @@ def _joint_evidence(
         counts = _joint_counts(family, seed, attr_index, 0, int(config.n_permutations))
         column = {label: j for j, label in enumerate(family.labels)}
         rank = {int(j): r for r, j in enumerate(family.order)}
-        for f in findings:
+        for i, f in enumerate(findings):
             t = tests[f.key]
             j = column.get((t.metric_key, t.a, t.b))
             if t.attribute != attr or j is None or not family.tested[j]:
                 continue
-            f.joint = JointEvidence(
-                joint_block(attr),
-                rank[j],
-                ResamplingPart("maxT permutation", int(counts[j]), int(config.n_permutations)),
+            findings[i] = dataclasses.replace(
+                f,
+                joint=JointEvidence(
+                    joint_block(attr),
+                    rank[j],
+                    ResamplingPart("maxT permutation", int(counts[j]), int(config.n_permutations)),
+                ),
             )
+    return findings
 
 
 class PermutationResampler:
@@ -486,7 +493,7 @@ def run_permutation_tests(
                 "metric conditions on) and were counted as extreme (conservative)"
             )
         run.append((test, res))
-    _joint_evidence(dataset, config, findings, {t.key: t for t in plan}, seed)
+    findings = _joint_evidence(dataset, config, findings, {t.key: t for t in plan}, seed)
     raw = [float(res.pvalue) for _, res in run]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
     tests = tuple(
