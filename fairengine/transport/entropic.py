@@ -16,11 +16,12 @@ consistent for the Brenier map as ε → 0 with n (bias of order ε); ε is chos
 
 Implementation notes (``../shared/docs/fliptest_ot.md`` §2-3):
 
-* The potentials come from a *stabilized scaling* Sinkhorn (Schmitzer 2019) in torch float32:
-  the kernel is stored as K_ij = exp(−(C_ij − f_i − g_j)/ε) around the current potentials,
-  iterations are two matrix-vector products, and the scalings are absorbed into (f, g) whenever
-  they leave [e^−20, e^20]. This avoids both POT's log-domain cost (10-20× slower on CPU) and
-  the silent underflow of the plain kernel at small ε.
+* The potentials come from a *stabilized scaling* Sinkhorn (Schmitzer 2019) in float32
+  (:mod:`fairengine.transport.sinkhorn`, the one Sinkhorn loop of the package): the kernel is
+  stored as K_ij = exp(−(C_ij − f_i − g_j)/ε) around the current potentials, iterations are two
+  matrix-vector products, and the scalings are absorbed into (f, g) whenever they leave
+  [e^−20, e^20]. This avoids both POT's log-domain cost (10-20× slower on CPU) and the silent
+  underflow of the plain kernel at small ε.
 * Convergence is checked: the L1 row-marginal error must fall below ``tol``. Otherwise
   :class:`TransportConvergenceError` names ε; the potentials are checked finite.
 * ``transform`` is a batched, max-shifted softmax (never NaN for far queries, unlike POT's
@@ -41,37 +42,15 @@ import torch
 from fairengine.errors import DataContractError
 from fairengine.library_threads import small_problem_threads
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
-from fairengine.transport.overrelaxation import updated_omega
-from fairengine.transport.sinkhorn_numpy import (
-    ABSORB,
-    CHECK_EVERY,
-    CHECK_FROM,
+from fairengine.transport.sinkhorn import (
     CUTOFF,
-    balancing_shift,
-    marginal_shift,
+    solve_points,
     solve_uniform,
     squared_cost,
+    torch_device,
+    torch_dtype,
+    torch_squared_cost,
 )
-
-
-def _dtype(name: str) -> torch.dtype:
-    if name not in ("float32", "float64"):
-        raise DataContractError(f"dtype must be 'float32' or 'float64', got {name!r}")
-    return torch.float32 if name == "float32" else torch.float64
-
-
-def _device(name: str) -> torch.device:
-    if name not in ("cpu", "cuda") and not str(name).startswith("cuda:"):
-        raise DataContractError(f"device must be 'cpu' or 'cuda', got {name!r}")
-    if str(name).startswith("cuda") and not torch.cuda.is_available():
-        raise DataContractError(f"device={name!r} requested but CUDA is not available")
-    return torch.device(name)
-
-
-def _cost(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    c = (x * x).sum(1)[:, None] + (y * y).sum(1)[None, :]
-    c.addmm_(x, y.T, alpha=-2.0)
-    return c.clamp_(min=0.0)
 
 
 def median_cost(
@@ -85,9 +64,9 @@ def median_cost(
 
 
 NUMPY_MAX_ENTRIES = 4_000_000
-"""CPU problems up to this many kernel entries (2,000 x 2,000) run the numpy loop
-(:mod:`fairengine.transport.sinkhorn_numpy`: 2-3x less overhead per iteration); larger ones and
-CUDA run the torch loop (threaded products and exponentials)."""
+"""CPU problems up to this many kernel entries (2,000 x 2,000) run the Sinkhorn loop in numpy
+(:class:`~fairengine.transport.sinkhorn.CostKernel`: 2-3x less overhead per iteration); larger
+ones and CUDA run it in torch (threaded products and exponentials)."""
 
 
 def sinkhorn_potentials(
@@ -110,22 +89,37 @@ def sinkhorn_potentials(
     plain and raises ω from the observed convergence rate towards the optimum
     2 / (1 + √(1 − θ)) (:mod:`fairengine.transport.overrelaxation`); a number fixes ω. An
     over-relaxed solve that fails to converge is repeated plain (ω = 1). ``epsilon`` is in
-    cost units. CPU problems up to :data:`NUMPY_MAX_ENTRIES` run a numpy loop, others torch.
+    cost units. CPU problems up to :data:`NUMPY_MAX_ENTRIES` run the loop in numpy from the cost
+    matrix (:func:`~fairengine.transport.sinkhorn.solve_uniform`, with a warm start at 4ε),
+    others in torch from the points (:func:`~fairengine.transport.sinkhorn.solve_points`).
     Returns a dict with ``f`` and ``g`` (float64 numpy), ``n_iter``, ``marginal_error``
     (‖P1 − a‖₁) and ``overrelaxation`` (the last ω).
     Raises :class:`TransportConvergenceError` naming ε when the marginal error stays above
     ``tol`` after ``max_iter`` iterations or when a potential becomes non-finite.
     """
     label = epsilon_label or f"epsilon={epsilon:.4g}"
-    dt, dev = _dtype(dtype), _device(device)
+    dt, dev = torch_dtype(dtype), torch_device(device)
     if dev.type == "cpu" and len(zs) * len(zt) <= NUMPY_MAX_ENTRIES:
-        f_out, g_out, err, it, omega = _numpy_solve(
-            zs, zt, epsilon, max_iter, tol, dtype, overrelaxation, init
+        run = solve_uniform(
+            squared_cost(np.asarray(zs, np.float64), np.asarray(zt, np.float64)),
+            epsilon,
+            max_iter=max_iter,
+            tol=tol,
+            dtype=np.float32 if dtype == "float32" else np.float64,
+            overrelaxation=overrelaxation,
+            init=init,
         )
     else:
-        f_out, g_out, err, it, omega = _torch_solve(
-            zs, zt, epsilon, max_iter, tol, dt, dev, overrelaxation, init
+        run = solve_points(
+            torch.as_tensor(zs, dtype=dt, device=dev),
+            torch.as_tensor(zt, dtype=dt, device=dev),
+            epsilon,
+            max_iter=max_iter,
+            tol=tol,
+            overrelaxation=overrelaxation,
+            init=init,
         )
+    f_out, g_out, err, it, omega = run.f, run.g, run.marginal_error, run.n_iter, run.omega
     if not (math.isfinite(err) and np.isfinite(f_out).all() and np.isfinite(g_out).all()):
         raise TransportConvergenceError(
             f"Sinkhorn produced non-finite potentials at {label}; increase epsilon or use "
@@ -143,123 +137,6 @@ def sinkhorn_potentials(
         "marginal_error": err,
         "overrelaxation": omega,
     }
-
-
-def _numpy_solve(
-    zs: np.ndarray,
-    zt: np.ndarray,
-    epsilon: float,
-    max_iter: int,
-    tol: float,
-    dtype: str,
-    overrelaxation: float | str,
-    init: tuple[np.ndarray, np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray, float, int, float]:
-    cost = squared_cost(np.asarray(zs, np.float64), np.asarray(zt, np.float64))
-    run = solve_uniform(
-        cost,
-        epsilon,
-        max_iter=max_iter,
-        tol=tol,
-        dtype=np.float32 if dtype == "float32" else np.float64,
-        overrelaxation=overrelaxation,
-        init=init,
-    )
-    return run.f, run.g, run.marginal_error, run.n_iter, run.omega
-
-
-def _torch_solve(
-    zs: np.ndarray,
-    zt: np.ndarray,
-    epsilon: float,
-    max_iter: int,
-    tol: float,
-    dt: torch.dtype,
-    dev: torch.device,
-    overrelaxation: float | str,
-    init: tuple[np.ndarray, np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray, float, int, float]:
-    x = torch.as_tensor(zs, dtype=dt, device=dev)
-    y = torch.as_tensor(zt, dtype=dt, device=dev)
-    n, m = x.shape[0], y.shape[0]
-    a, b = 1.0 / n, 1.0 / m
-    # c-transforms, in row blocks (no n x m cost matrix is kept): every row and column of the
-    # initial kernel holds an entry 1
-    block = 2048
-    if init is not None:  # warm start (e.g. the potentials of a larger ε)
-        f = torch.as_tensor(init[0], dtype=dt, device=dev)
-        g = torch.as_tensor(init[1], dtype=dt, device=dev)
-    else:
-        f = torch.cat([_cost(x[i : i + block], y).min(1).values for i in range(0, n, block)])
-        g = torch.cat(
-            [(_cost(y[j : j + block], x) - f[None, :]).min(1).values for j in range(0, m, block)]
-        )
-        f = f + marginal_shift(epsilon, n)
-    x2, y2 = (x * x).sum(1), (y * y).sum(1)
-
-    def kernel(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-        # log K_ij = (2 x_i·y_j + (f_i − |x_i|²) + (g_j − |y_j|²)) / ε in one fused pass
-        k = torch.addmm(((g - y2) / epsilon)[None, :], x, y.T, alpha=2.0 / epsilon)
-        k.add_(((f - x2) / epsilon)[:, None])
-        return k.masked_fill_(k < -CUTOFF, -math.inf).exp_()
-
-    def iterate(
-        f: torch.Tensor, g: torch.Tensor, k: torch.Tensor, relax: float | str
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float, int, float]:
-        u = torch.ones(n, dtype=dt, device=dev)
-        v = torch.ones(m, dtype=dt, device=dev)
-        auto = relax == "auto"
-        omega = 1.0 if auto else float(relax)
-        errors: dict[int, float] = {}
-        err, it = math.inf, 0
-        for it in range(1, max_iter + 1):
-            # the checks cost more than the products on small problems: every iteration at
-            # first (the scalings move fast), then every CHECK_EVERY-th
-            check = it <= CHECK_FROM or it % CHECK_EVERY == 0
-            kv = k @ v
-            if it > 1 and check:  # row-marginal error of the previous iterate (kv is needed)
-                err = float((u * kv - a).abs().sum())
-                if not math.isfinite(err):
-                    break
-                errors[it] = err
-                if err < tol and omega != 1.0:  # over-relaxed: columns are not exact, check them
-                    err = max(err, float((v * (u @ k) - b).abs().sum()))
-                if err < tol:
-                    break
-            # u^(1-ω) (a / Kv)^ω computed as u (a / (u Kv))^ω, in place (one pow, no temporaries)
-            u = a / kv if omega == 1.0 else u * kv.mul_(u).reciprocal_().mul_(a).pow_(omega)
-            ku = u @ k
-            v = b / ku if omega == 1.0 else v * ku.mul_(v).reciprocal_().mul_(b).pow_(omega)
-            if auto:
-                omega = updated_omega(errors, it, omega)
-            if not check:
-                continue
-            # the range of the scalings from their extremes (no logarithm of whole arrays)
-            ext = torch.stack([u.max(), u.min(), v.max(), v.min()]).tolist()
-            if not (math.isfinite(ext[0]) and math.isfinite(ext[2]) and ext[1] > 0 and ext[3] > 0):
-                err = math.nan
-                break
-            if max(ext[0], ext[2]) > math.exp(ABSORB) or min(ext[1], ext[3]) < math.exp(-ABSORB):
-                shift = balancing_shift(*ext)
-                if shift is not None:  # u e^c, v e^−c: the same plan and kernel, no rebuild
-                    u.mul_(math.exp(shift))
-                    v.mul_(math.exp(-shift))
-                    continue
-                f = f + epsilon * u.log()
-                g = g + epsilon * v.log()
-                k = kernel(f, g)
-                u.fill_(1.0)
-                v.fill_(1.0)
-        return f, g, u, v, err, it, omega
-
-    f0, g0 = f, g
-    f, g, u, v, err, it, omega = iterate(f0, g0, kernel(f0, g0), overrelaxation)
-    if not err < tol and overrelaxation != 1.0:  # over-relaxation failed: plain Sinkhorn
-        f, g, u, v, err, it2, omega = iterate(f0, g0, kernel(f0, g0), 1.0)
-        it += it2
-    f_out = (f.double() + epsilon * u.double().log()).cpu().numpy()
-    g_out = (g.double() + epsilon * v.double().log()).cpu().numpy()
-    return f_out, g_out, err, it, omega
 
 
 def energy_distance(x: np.ndarray, y: np.ndarray) -> float:
@@ -356,8 +233,8 @@ class EntropicMap(TransportMap):
             )
         if self.max_anchors < self.min_samples:
             raise DataContractError(f"max_anchors must be >= {self.min_samples}")
-        _dtype(self.dtype)
-        _device(self.device)
+        torch_dtype(self.dtype)
+        torch_device(self.device)
 
     def _fit(self, zs: np.ndarray, zt: np.ndarray) -> None:
         self._check_params()
@@ -437,7 +314,7 @@ class EntropicMap(TransportMap):
     def _softmax_map(
         self, z: np.ndarray, support: np.ndarray, g: np.ndarray, eps_abs: float
     ) -> np.ndarray:
-        dt, dev = _dtype(self.dtype), _device(self.device)
+        dt, dev = torch_dtype(self.dtype), torch_device(self.device)
         y = torch.as_tensor(support, dtype=dt, device=dev)
         shift = torch.as_tensor(g, dtype=dt, device=dev) - (y * y).sum(1)
         out = np.empty((len(z), y.shape[1]))
@@ -475,12 +352,12 @@ class EntropicMap(TransportMap):
 
     # ------------------------------------------------------------- out-of-distribution guard
     def _knn_distance(self, z: np.ndarray, ref: np.ndarray, k: int) -> np.ndarray:
-        dt, dev = _dtype(self.dtype), _device(self.device)
+        dt, dev = torch_dtype(self.dtype), torch_device(self.device)
         r = torch.as_tensor(ref, dtype=dt, device=dev)
         out = np.empty(len(z))
         for start in range(0, len(z), self.batch_size):
             q = torch.as_tensor(z[start : start + self.batch_size], dtype=dt, device=dev)
-            d = _cost(q, r)
+            d = torch_squared_cost(q, r)
             out[start : start + len(q)] = (
                 d.topk(k, dim=1, largest=False).values[:, -1].sqrt().cpu().numpy()
             )

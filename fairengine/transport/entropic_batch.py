@@ -1,5 +1,9 @@
 r"""Many entropic OT problems on one point set at once: the refits of FlipTest's nulls and
-bootstrap (``../shared/docs/fliptest_ot.md`` §4.4) as one batched Sinkhorn.
+bootstrap (``../shared/docs/fliptest_ot.md`` §4.4) as one batched Sinkhorn. The iteration itself
+is the package's one Sinkhorn loop (:func:`fairengine.transport.sinkhorn.scaling_iterations`);
+this module chooses its kernel (:class:`~fairengine.transport.sinkhorn.SharedKernel`,
+:class:`~fairengine.transport.sinkhorn.StackedKernels`, or one problem at a time) and turns the
+potentials into images.
 
 Every refit of FlipTest maps a *weighted subset* of a fixed point set onto another: a bootstrap
 replicate puts multiplicities on the source and target rows, the label-permutation null splits
@@ -43,34 +47,18 @@ import numpy as np
 import torch
 
 from fairengine.library_threads import small_problem_threads
-from fairengine.transport.entropic import (
-    EntropicMap,
-    _cost,
-    _device,
-    _dtype,
-    median_cost,
-)
-from fairengine.transport.overrelaxation import (
-    estimate_due,
-    overrelaxation_from_rates,
-    rate_lag,
-)
-from fairengine.transport.sinkhorn_numpy import (
-    ABSORB,
-    CHECK_EVERY,
-    CHECK_FROM,
+from fairengine.transport.entropic import EntropicMap, median_cost
+from fairengine.transport.sinkhorn import (
     CUTOFF,
+    SharedKernel,
+    StackedKernels,
+    scaling_iterations,
     solve_uniform,
     squared_cost,
+    torch_device,
+    torch_dtype,
+    torch_squared_cost,
 )
-
-# float64 throughout: the shared kernel is not re-centred per replicate, so scalings and kernel
-# entries need float64's range (|log| up to ~700); entries below e^-_CUTOFF64 are set to 0, entries
-# are capped at e^_KERNEL_MAX (reference potentials keep them below ~n) and a replicate whose
-# |log u| or |log v| passes _SCALING_LIMIT is given up, so K v never overflows
-_CUTOFF64 = 700.0
-_KERNEL_MAX = 30.0
-_SCALING_LIMIT = 670.0
 
 
 @dataclass
@@ -105,7 +93,7 @@ def soft_c_transform(
     out = np.empty(len(x))
     m = len(y) - (1 if exclude_diagonal else 0)
     for i in range(0, len(x), block):
-        logits = (gt[None, :] - _cost(xt[i : i + block], yt)) / epsilon
+        logits = (gt[None, :] - torch_squared_cost(xt[i : i + block], yt)) / epsilon
         if exclude_diagonal:
             rows = torch.arange(i, min(i + block, len(x)))
             logits[rows - i, rows] = -math.inf
@@ -136,92 +124,38 @@ def batched_sinkhorn(
     replicate raised from its observed rate (:mod:`fairengine.transport.overrelaxation`). A
     replicate stops when its L1 row- and column-marginal errors are below ``tol``.
     """
-    dt, dev = torch.float64, _device(device)
-    xt = torch.as_tensor(x, dtype=dt, device=dev)
-    yt = torch.as_tensor(y, dtype=dt, device=dev)
-    logk = -_cost(xt, yt)
-    logk.add_(torch.as_tensor(f0, dtype=dt, device=dev)[:, None])
-    logk.add_(torch.as_tensor(g0, dtype=dt, device=dev)[None, :])
-    logk.div_(epsilon)
-    k = logk.masked_fill_(logk < -_CUTOFF64, -math.inf).clamp_(max=_KERNEL_MAX).exp_()
-    del logk
-    r_all = a.shape[1]
-    kt = k.T.contiguous()
-    # compact working set: the columns of the replicates still iterating
-    idx = np.arange(r_all)
+    dt, dev = torch.float64, torch_device(device)
     aa = torch.as_tensor(a, dtype=dt, device=dev)
     ba = torch.as_tensor(b, dtype=dt, device=dev)
-    apos, bpos = aa > 0, ba > 0
-    u, v = apos.to(dt), bpos.to(dt)
-    v_out = torch.zeros(b.shape, dtype=dt, device=dev)
-    converged = np.zeros(r_all, bool)
-    n_iter = np.zeros(r_all, int)
-    err_out = np.full(r_all, math.inf)
-    auto = overrelaxation == "auto"
-    omega = torch.full((r_all,), 1.0 if auto else float(overrelaxation), dtype=dt, device=dev)
-    history: dict[int, np.ndarray] = {}  # iteration -> row-marginal error per replicate
-    zero = torch.zeros((), dtype=dt, device=dev)
-
-    def keep(mask: np.ndarray) -> None:
-        nonlocal idx, aa, ba, apos, bpos, u, v, omega
-        sel = torch.as_tensor(np.flatnonzero(mask), device=dev)
-        idx = idx[mask]
-        aa, ba, apos, bpos, u, v = (t[:, sel] for t in (aa, ba, apos, bpos, u, v))
-        omega = omega[sel]
-
-    for it in range(1, max_iter + 1):
-        if len(idx) == 0:
-            break
-        check = it <= CHECK_FROM or it % CHECK_EVERY == 0
-        kv = k @ v
-        if it > 1 and check:
-            err = (u * kv - aa).abs().sum(0)
-            if bool((err < tol).any()):  # over-relaxed columns are not exact: check them
-                err = torch.maximum(err, (v * (kt @ u) - ba).abs().sum(0))
-            err_np = err.cpu().numpy()
-            err_out[idx] = err_np
-            history[it] = np.full(r_all, np.nan)
-            history[it][idx] = err_np
-            n_iter[idx] = it
-            stop = (err_np < tol) | ~np.isfinite(err_np)
-            if stop.any():
-                good = stop & np.isfinite(err_np)
-                converged[idx[good]] = True
-                v_out[:, torch.as_tensor(idx[good], device=dev)] = v[
-                    :, torch.as_tensor(np.flatnonzero(good), device=dev)
-                ]
-                keep(~stop)
-                if len(idx) == 0:
-                    break
-                kv = k @ v
-        # u <- u (a / (u Kv))^ω on the support (0 elsewhere); v likewise
-        u = torch.where(apos, u * (aa / (u * kv)).pow(omega), zero)
-        ku = kt @ u
-        v = torch.where(bpos, v * (ba / (v * ku)).pow(omega), zero)
-        lag = rate_lag(it)
-        if auto and estimate_due(it) and it in history and it - lag in history:
-            rates = (history[it][idx] / history[it - lag][idx]) ** (1.0 / lag)
-            new = overrelaxation_from_rates(rates, omega.cpu().numpy())
-            omega = torch.as_tensor(new, dtype=dt, device=dev)
-        if check:  # scalings out of the range the shared kernel serves: give the replicate up
-            big = torch.maximum(_log_range(u), _log_range(v)).cpu().numpy()
-            bad = ~(big <= _SCALING_LIMIT)
-            if bad.any():
-                keep(~bad)
+    support = (aa > 0, ba > 0)
+    kernel = SharedKernel(
+        torch.as_tensor(x, dtype=dt, device=dev),
+        torch.as_tensor(y, dtype=dt, device=dev),
+        epsilon,
+        torch.as_tensor(f0, dtype=dt, device=dev),
+        torch.as_tensor(g0, dtype=dt, device=dev),
+        support,
+    )
+    stats = scaling_iterations(
+        kernel,
+        aa,
+        ba,
+        problems=a.shape[1],
+        max_iter=max_iter,
+        tol=tol,
+        overrelaxation=overrelaxation,
+        support=support,
+    )
+    v_out = kernel.v_out.cpu().numpy()
+    v_out[:, ~stats.converged] = 0.0
     with np.errstate(divide="ignore"):
-        log_v = np.log(v_out.cpu().numpy())
-    return BatchSinkhorn(log_v=log_v, converged=converged, n_iter=n_iter, marginal_error=err_out)
-
-
-def _log_range(s: torch.Tensor) -> torch.Tensor:
-    """Per column, max |log s| over the positive entries (inf if any entry is inf/nan), from
-    the column's extremes (no logarithm of the whole array)."""
-    pos = s > 0
-    hi = s.amax(0)
-    lo = torch.where(pos, s, torch.full_like(s, math.inf)).amin(0)
-    out = torch.maximum(hi.log().abs(), lo.log().abs())
-    bad = ~torch.isfinite(s).all(0)
-    return torch.where(bad | ~torch.isfinite(out), torch.full_like(out, math.inf), out)
+        log_v = np.log(v_out)
+    return BatchSinkhorn(
+        log_v=log_v,
+        converged=stats.converged,
+        n_iter=stats.n_iter,
+        marginal_error=stats.marginal_error,
+    )
 
 
 def batched_images(
@@ -246,7 +180,7 @@ def batched_images(
     out = np.empty((r_all, len(q), d))
     ok = np.ones(r_all, bool)
     for i in range(0, len(q), block):
-        logits = (gt[None, :] - _cost(qt[i : i + block], yt)) / epsilon
+        logits = (gt[None, :] - torch_squared_cost(qt[i : i + block], yt)) / epsilon
         logits.sub_(logits.max(dim=1, keepdim=True).values)
         e = logits.exp_()
         num = (e @ weighted).reshape(-1, r_all, d)
@@ -311,66 +245,19 @@ def stabilized_batch_sinkhorn(
 
     Returns potentials f (R, n), g (R, m) and a (R,) bool mask of replicates that reached
     ``tol`` with finite potentials (the others should be refitted on their own)."""
-    r_all, n, m = x.shape[0], x.shape[1], y.shape[1]
-    dt, dev = x.dtype, x.device
-    a, b = 1.0 / n, 1.0 / m
-    x2, y2 = (x * x).sum(2), (y * y).sum(2)
-    cost = torch.baddbmm(x2[:, :, None] + y2[:, None, :], x, y.transpose(1, 2), alpha=-2.0)
-    cost.clamp_(min=0.0)
-    f = cost.min(2).values
-    g = (cost - f[:, :, None]).min(1).values
-
-    def kernel(rows: torch.Tensor) -> torch.Tensor:
-        k = (f[rows][:, :, None] + g[rows][:, None, :] - cost[rows]) / epsilon
-        return k.masked_fill_(k < -CUTOFF, -math.inf).exp_()
-
-    everything = torch.arange(r_all, device=dev)
-    k = kernel(everything)
-    kt = k.transpose(1, 2).contiguous()  # both products as row-vector x matrix (fast in torch)
-    u = torch.ones(r_all, n, dtype=dt, device=dev)
-    v = torch.ones(r_all, m, dtype=dt, device=dev)
-    f_out, g_out = torch.empty_like(f), torch.empty_like(g)
-    done = torch.zeros(r_all, dtype=torch.bool, device=dev)
-    failed = torch.zeros(r_all, dtype=torch.bool, device=dev)
-    omega = overrelaxation
-    for it in range(1, max_iter + 1):
-        check = it <= CHECK_FROM or it % CHECK_EVERY == 0
-        kv = torch.bmm(v[:, None, :], kt)[:, 0, :]
-        if it > 1 and check:
-            err = (u * kv - a).abs().sum(1)
-            if omega != 1.0 and bool(((err < tol) & ~done).any()):  # columns are not exact
-                col = (v * torch.bmm(u[:, None, :], k)[:, 0, :] - b).abs().sum(1)
-                err = torch.maximum(err, col)
-            failed |= ~torch.isfinite(err) & ~done
-            new = (err < tol) & ~done & ~failed
-            if bool(new.any()):
-                f_out[new] = f[new] + epsilon * u[new].log()
-                g_out[new] = g[new] + epsilon * v[new].log()
-                done |= new
-            if bool((done | failed).all()):
-                break
-        u = u * kv.mul_(u).reciprocal_().mul_(a).pow_(omega)
-        ku = torch.bmm(u[:, None, :], k)[:, 0, :]
-        v = v * ku.mul_(v).reciprocal_().mul_(b).pow_(omega)
-        if not check:
-            continue
-        lu = u.log().abs().amax(1)
-        lv = v.log().abs().amax(1)
-        bad = ~(torch.isfinite(lu) & torch.isfinite(lv))
-        failed |= bad & ~done
-        absorb = ((lu > ABSORB) | (lv > ABSORB)) & ~bad & ~done
-        if bool(absorb.any()):
-            rows = everything[absorb]
-            f[rows] = f[rows] + epsilon * u[rows].log()
-            g[rows] = g[rows] + epsilon * v[rows].log()
-            k[rows] = kernel(rows)
-            kt[rows] = k[rows].transpose(1, 2)
-            u[rows] = 1.0
-            v[rows] = 1.0
-        if bool(bad.any()):  # keep the failed replicates from spreading NaNs through the batch
-            u[bad] = 1.0
-            v[bad] = 1.0
-    ok = (done & ~failed).cpu().numpy()
+    n, m = x.shape[1], y.shape[1]
+    kernel = StackedKernels(x, y, epsilon)
+    stats = scaling_iterations(
+        kernel,
+        1.0 / n,
+        1.0 / m,
+        problems=x.shape[0],
+        max_iter=max_iter,
+        tol=tol,
+        overrelaxation=overrelaxation,
+    )
+    f_out, g_out = kernel.f_out, kernel.g_out
+    ok = stats.converged.copy()
     ok &= np.isfinite(f_out.cpu().numpy()).all(1) & np.isfinite(g_out.cpu().numpy()).all(1)
     return f_out, g_out, ok
 
@@ -408,7 +295,7 @@ def split_refits(
     active = sd > 1e-12 * np.maximum(1.0, np.abs(center))
     z = ((pool - center) / np.where(active, sd, 1.0))[:, active]
     eps = float(estimator.epsilon) * median_cost(z[source[0]], z[target[0]], rng)
-    dt = _dtype(estimator.dtype)
+    dt = torch_dtype(estimator.dtype)
     zt = torch.as_tensor(z, dtype=dt)
     r_all, k_rows, l_rows = source.shape[0], source.shape[1], target.shape[1]
     if max_chunk_bytes is None:
@@ -423,7 +310,7 @@ def split_refits(
             xs = zt[torch.as_tensor(source[sl])]
             ys = zt[torch.as_tensor(target[sl])]
             if estimator.device == "cpu":
-                fz, bz, good = _one_by_one(
+                fz, bz, good = solve_splits_one_by_one(
                     xs, ys, eps, estimator.max_iter, estimator.tol, inverse=inverse
                 )
             else:
@@ -435,8 +322,8 @@ def split_refits(
                     tol=estimator.tol,
                 )
                 f, g = f.cpu(), g.cpu()
-                fz = _softmax_images(xs, ys, g, eps).double().numpy()
-                bz = _softmax_images(ys, xs, f, eps).double().numpy() if inverse else None
+                fz = stacked_softmax_images(xs, ys, g, eps).double().numpy()
+                bz = stacked_softmax_images(ys, xs, f, eps).double().numpy() if inverse else None
             ok[sl] = good
             images[sl] = _unstandardize(fz, center, sd, active)
             if inv is not None:
@@ -444,7 +331,7 @@ def split_refits(
     return images, inv, ok
 
 
-def _one_by_one(
+def solve_splits_one_by_one(
     xs: torch.Tensor,
     ys: torch.Tensor,
     eps: float,
@@ -454,9 +341,9 @@ def _one_by_one(
     inverse: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """The replicates of :func:`split_refits` solved one at a time by the numpy loop
-    (:func:`~fairengine.transport.sinkhorn_numpy.solve_uniform`, adaptive over-relaxation), in
+    (:func:`~fairengine.transport.sinkhorn.solve_uniform`, adaptive over-relaxation), in
     the points' dtype, each with its images (and, with ``inverse``, its target's images under
-    the inverse map) computed from the same cost matrix (:func:`_barycentric`). On CPU this
+    the inverse map) computed from the same cost matrix (:func:`barycentric_images`). On CPU this
     beats :func:`stabilized_batch_sinkhorn`: each replicate's kernel stays in cache and stops
     at its own convergence (measured on Adult's self-map halves, 49 x 250 x 250: 0.6 s
     against 3.4 s); the images from the kept cost matrix cost half of torch's batched softmax
@@ -472,13 +359,13 @@ def _one_by_one(
         good[r] = run.marginal_error < tol and np.isfinite(run.f).all() and np.isfinite(run.g).all()
         if not good[r]:
             continue
-        fwd[r] = _barycentric(cost, run.g, eps, y64[r])
+        fwd[r] = barycentric_images(cost, run.g, eps, y64[r])
         if inv is not None:
-            inv[r] = _barycentric(cost.T, run.f, eps, x64[r])
+            inv[r] = barycentric_images(cost.T, run.f, eps, x64[r])
     return fwd, inv, good
 
 
-def _barycentric(
+def barycentric_images(
     cost: np.ndarray, potential: np.ndarray, eps: float, support: np.ndarray
 ) -> np.ndarray:
     """T(x_i) = Σ_j s_j softmax_j((h_j − C_ij)/ε) (float64; ``cost`` is overwritten-safe: a
@@ -490,7 +377,7 @@ def _barycentric(
     return (logits @ support) / logits.sum(axis=1, keepdims=True)
 
 
-def _softmax_images(
+def stacked_softmax_images(
     q: torch.Tensor, support: torch.Tensor, potential: torch.Tensor, eps: float
 ) -> torch.Tensor:
     """Batched T(q) = Σ_j s_j softmax_j((h_j − ‖q − s_j‖²)/ε), (R, nq, d)."""

@@ -1,6 +1,7 @@
-"""The numpy Sinkhorn loop and adaptive over-relaxation: agreement with POT's log-domain
-Sinkhorn and with the torch loop, the closed form of the ω rule, fewer iterations than plain
-Sinkhorn at small ε, and the plain fallback."""
+"""The one Sinkhorn loop (:mod:`fairengine.transport.sinkhorn`) and adaptive over-relaxation:
+agreement with POT's log-domain Sinkhorn, the same potentials through every kernel (numpy cost
+matrix, torch points, a stack of problems, a shared kernel), the closed form of the ω rule,
+fewer iterations than plain Sinkhorn at small ε, and the plain fallback."""
 
 from __future__ import annotations
 
@@ -11,20 +12,25 @@ import ot
 import pytest
 import torch
 
-from fairengine.transport.entropic import _torch_solve, sinkhorn_potentials
+from fairengine.transport.entropic import sinkhorn_potentials
 from fairengine.transport.entropic_batch import (
-    _one_by_one,
-    _softmax_images,
+    batched_sinkhorn,
+    solve_splits_one_by_one,
     stabilized_batch_sinkhorn,
+    stacked_softmax_images,
 )
 from fairengine.transport.overrelaxation import (
     OMEGA_MAX,
     overrelaxation_from_rate,
     overrelaxation_from_rates,
 )
-from fairengine.transport.sinkhorn_numpy import (
+from fairengine.transport.sinkhorn import (
+    ABSORB,
+    balancing_shift,
     c_transform_start,
+    check_due,
     scaling_sinkhorn,
+    solve_points,
     solve_uniform,
     squared_cost,
 )
@@ -68,10 +74,9 @@ def test_numpy_and_torch_loops_agree(clustered):
     cost = squared_cost(xs, xt)
     eps = 0.02 * float(np.median(cost))
     run = solve_uniform(cost, eps, max_iter=20_000, tol=1e-8, dtype=np.float64)
-    f, g, err, _, _ = _torch_solve(
-        xs, xt, eps, 20_000, 1e-8, torch.float64, torch.device("cpu"), "auto", None
-    )
-    assert err < 1e-8
+    pts = solve_points(torch.as_tensor(xs), torch.as_tensor(xt), eps, max_iter=20_000, tol=1e-8)
+    f, g = pts.f, pts.g
+    assert pts.marginal_error < 1e-8
     diff = np.abs(_plan(cost, run.f, run.g, eps) - _plan(cost, f, g, eps)).sum()
     assert diff < 1e-7
 
@@ -132,7 +137,7 @@ def test_sinkhorn_potentials_reports_omega_and_falls_back_to_plain(clustered, mo
     sol = sinkhorn_potentials(xs, xt, eps)
     assert sol["overrelaxation"] >= 1.0 and sol["marginal_error"] < 1e-4
 
-    import fairengine.transport.sinkhorn_numpy as sn
+    import fairengine.transport.sinkhorn as sn
 
     real = sn.scaling_sinkhorn
     seen = []
@@ -160,11 +165,11 @@ def test_split_solves_one_by_one_match_the_batched_torch_solver(clustered):
     x = torch.as_tensor(xs[idx[:, :150]], dtype=torch.float64)
     y = torch.as_tensor(xs[idx[:, 150:]], dtype=torch.float64)
     eps = 0.05 * float(np.median(squared_cost(xs[:150], xs[150:])))
-    fwd1, inv1, ok1 = _one_by_one(x, y, eps, 20_000, 1e-6, inverse=True)
+    fwd1, inv1, ok1 = solve_splits_one_by_one(x, y, eps, 20_000, 1e-6, inverse=True)
     f2, g2, ok2 = stabilized_batch_sinkhorn(x, y, eps, max_iter=20_000, tol=1e-6)
     assert ok1.all() and ok2.all()
-    fwd2 = _softmax_images(x, y, g2, eps).numpy()
-    inv2 = _softmax_images(y, x, f2, eps).numpy()
+    fwd2 = stacked_softmax_images(x, y, g2, eps).numpy()
+    inv2 = stacked_softmax_images(y, x, f2, eps).numpy()
     scale = float(np.abs(xs).max())
     assert np.abs(fwd1 - fwd2).max() < 1e-4 * scale
     assert np.abs(inv1 - inv2).max() < 1e-4 * scale  # type: ignore[operator]
@@ -179,8 +184,6 @@ def test_split_solves_one_by_one_match_the_batched_torch_solver(clustered):
 def test_balancing_shift_recentres_without_a_rebuild():
     """u e^c, v e^-c leaves the plan unchanged; the shift puts both ranges inside ±ABSORB when
     each spans less than 2·ABSORB, and there is none when they cannot both fit."""
-    from fairengine.transport.sinkhorn_numpy import ABSORB, balancing_shift
-
     e = math.exp
     c = balancing_shift(e(10.4), e(-20.3), e(19.4), e(-12.1))  # the 20k x 20k case
     assert c is not None
@@ -188,3 +191,41 @@ def test_balancing_shift_recentres_without_a_rebuild():
     assert -ABSORB <= -12.1 - c <= 19.4 - c <= ABSORB
     assert balancing_shift(e(25.0), e(-20.0), e(1.0), e(-1.0)) is None  # u spans 45 > 40
     assert balancing_shift(e(18.0), e(-18.0), e(25.0), e(24.0)) is None  # u and v pull apart
+
+
+def test_one_loop_gives_the_same_potentials_through_every_kernel(clustered):
+    """One problem solved by the one loop through each kernel, float64, plain Sinkhorn to
+    1e-9 from the c-transform start: the numpy cost-matrix kernel, the torch points kernel,
+    the stacked kernels (the problem repeated with two others, finished at different
+    iterations) and the shared kernel (uniform weights, the problem as a batch of one) give
+    the same plan."""
+    xs, xt = clustered
+    xs, xt = xs[:120], xt[:100]
+    cost = squared_cost(xs, xt)
+    eps = 0.05 * float(np.median(cost))
+    f0, g0 = c_transform_start(cost)
+    kw = {"max_iter": 20_000, "tol": 1e-9, "overrelaxation": 1.0}
+    ref = scaling_sinkhorn(cost, eps, f0, g0, dtype=np.float64, **kw)
+    assert ref.marginal_error < 1e-9
+    plan = _plan(cost, ref.f, ref.g, eps)
+    pts = solve_points(torch.as_tensor(xs), torch.as_tensor(xt), eps, init=(f0, g0), **kw)
+    assert np.abs(_plan(cost, pts.f, pts.g, eps) - plan).sum() < 1e-8
+    rng = np.random.default_rng(5)
+    x = torch.as_tensor(np.stack([xs, xs[rng.permutation(120)], xs + 0.1]))
+    y = torch.as_tensor(np.stack([xt, xt, xt[rng.permutation(100)] * 1.2]))
+    f, g, ok = stabilized_batch_sinkhorn(x, y, eps, **kw)
+    assert ok.all()
+    assert np.abs(_plan(cost, f[0].numpy(), g[0].numpy(), eps) - plan).sum() < 1e-8
+    a = np.full((120, 1), 1 / 120)
+    b = np.full((100, 1), 1 / 100)
+    shared = batched_sinkhorn(xs, xt, a, b, eps, f0, g0, **kw)
+    assert shared.converged.all() and shared.marginal_error[0] < 1e-9
+    g_shared = g0 + eps * shared.log_v[:, 0]
+    # the shared kernel's potentials: g from log v; f is the c-transform of g (a row step)
+    f_shared = -eps * np.log(np.exp((g_shared[None, :] - cost) / eps).sum(1) * 120)
+    assert np.abs(_plan(cost, f_shared, g_shared, eps) - plan).sum() < 1e-6
+
+
+def test_the_checks_run_every_iteration_then_every_fifth():
+    assert all(check_due(i) for i in range(1, 51))
+    assert [i for i in range(51, 71) if check_due(i)] == [55, 60, 65, 70]
