@@ -119,7 +119,7 @@ def run_once(run_audit: Callable[..., Any], config: dict[str, Any], clock: StepC
     return {
         "wall": wall,
         "result": run.result.to_dict(),
-        "timings": dict(run.result.metadata["timings"]),
+        "timings": dict(run.result.metadata.timings),
         "extra": clock.take(),
     }
 

@@ -131,7 +131,7 @@ def run(name: str, cfg: dict[str, Any], seeds: int) -> dict[str, Any]:
             {
                 "seed": seed,
                 "seconds": time.perf_counter() - start,
-                "decide_seconds": r.metadata.get("timings", {}).get("decide"),
+                "decide_seconds": r.metadata.timings.get("decide"),
                 "decisions": {f.key: f.decision for f in r.findings() if f.counts},
                 "fixed": fixed_b_decisions(r),
                 "record": r.decisions,

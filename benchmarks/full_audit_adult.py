@@ -274,7 +274,7 @@ def main() -> None:
             stop_server(home=home / "fairengine")
     wall = time.perf_counter() - t1
     result = run.result
-    timings = result.metadata["timings"]
+    timings = result.metadata.timings
     stored = json.loads(Path(run.paths["json"]).read_text())
     assert stored["metadata"]["timings"] == timings  # the timings are in the report's JSON
     html = Path(run.report_path).read_text()
@@ -329,7 +329,7 @@ def main() -> None:
         + ", ".join(f"{k} {v}" for k, v in statuses.items())
         + ".",
         "",
-        "## Per-step timings (`result.metadata['timings']`, also in audit.json and the report)",
+        "## Per-step timings (`result.metadata.timings`, also in audit.json and the report)",
         "",
         *timing_rows(timings),
         "",

@@ -239,7 +239,7 @@ def main() -> None:
         + f"; {len(result.methods)} method sections ("
         + ", ".join(f"{m.method}: {m.status}" for m in result.methods)
         + f"); {sum(1 for f in result.findings() if f.tested)} tested findings; "
-        f"{result.dataset.get('n_rows', '?')} audit rows",
+        f"{result.dataset.n_rows if result.dataset.n_rows is not None else '?'} audit rows",
         f"- Figures: {n_figures} inline SVGs ("
         + ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
         + ")",

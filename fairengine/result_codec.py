@@ -39,6 +39,9 @@ JSONValue: TypeAlias = Union[  # noqa: UP007 (a recursive alias needs the string
 ]
 """Any JSON value (non-finite floats allowed in memory; encoded as strings)."""
 
+JSONObject: TypeAlias = dict[str, JSONValue]
+"""A JSON object (``dict[str, JSONValue]``)."""
+
 JSONLike: TypeAlias = Union[  # noqa: UP007
     bool, int, float, str, Sequence["JSONLike"], Mapping[str, "JSONLike"], None
 ]
@@ -108,8 +111,27 @@ def decode(tp: type[T] | object, data: object, path: str = "") -> T:
     return typing.cast(T, _decode(tp, data, path))
 
 
+def _is_json_value(tp: object) -> bool:
+    """Whether ``tp`` is :data:`JSONValue`: the alias itself, its name left unresolved inside
+    it, or the copy :func:`typing.get_type_hints` makes of it when it resolves a hint that
+    contains it (``dict[str, JSONValue] | None``: one level expanded, a new object)."""
+    if tp is JSONValue:
+        return True
+    if isinstance(tp, typing.ForwardRef):
+        return tp.__forward_arg__ == "JSONValue"
+    args = get_args(tp)
+    return (
+        get_origin(tp) is Union
+        and len(args) == 7
+        and args[:4] == (bool, int, float, str)
+        and get_origin(args[4]) is list
+        and get_origin(args[5]) is dict
+        and args[6] is type(None)
+    )
+
+
 def _decode(tp: object, data: object, path: str) -> object:
-    if tp is JSONValue or tp is object:
+    if tp is object or _is_json_value(tp):
         return data
     if tp is type(None) or tp is None:
         if data is not None:

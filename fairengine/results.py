@@ -20,9 +20,17 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from fairengine.audit_context import AuditMetadata, DatasetSummary, ModelIdentity
 from fairengine.errors import FairEngineError
 from fairengine.finding_keys import FindingKeyError, flat_names
-from fairengine.result_codec import JSONLike, JSONValue, ResultFormatError, decode, encode
+from fairengine.result_codec import (
+    JSONLike,
+    JSONObject,
+    JSONValue,
+    ResultFormatError,
+    decode,
+    encode,
+)
 
 Decision = Literal["reject", "fail_to_reject", "undetermined", "supporting", "not_tested"]
 """``reject``/``fail_to_reject``: the audit's decision on the adjusted p-value; ``undetermined``:
@@ -86,7 +94,7 @@ class Interval:
     level: float = 0.95
     method: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "low": encode_float(self.low),
             "high": encode_float(self.high),
@@ -122,7 +130,7 @@ class ResamplingPart:
     exceedances: int
     resamples: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"name": self.name, "exceedances": self.exceedances, "resamples": self.resamples}
 
     @classmethod
@@ -141,7 +149,7 @@ class JointEvidence:
     rank: int
     part: ResamplingPart
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"block": self.block, "rank": self.rank, "part": self.part.to_dict()}
 
     @classmethod
@@ -193,7 +201,7 @@ class Finding:
         """Whether this finding's decision counts in the verdict (tested and not supporting)."""
         return self.pvalue is not None and self.decision != "supporting"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "key": self.key,
             "label": self.label,
@@ -347,7 +355,7 @@ class MethodResult:
                 f"declared by the method), got {type(self.details).__name__}"
             )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "method": self.method,
             "title": self.title,
@@ -411,7 +419,7 @@ class ExpectationOutcome:
     unexpected_examples: list[JSONValue] = field(default_factory=list)
     observed: JSONValue = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return to_jsonable(dataclasses.asdict(self))
 
     @classmethod
@@ -434,7 +442,7 @@ class ValidationResult:
     def failures(self) -> list[ExpectationOutcome]:
         return [e for e in self.expectations if not e.success]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "success": self.success,
             "engine": self.engine,
@@ -466,7 +474,7 @@ class Verdict:
     summary: str
     reasons: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
@@ -491,7 +499,7 @@ class DecisionRecord:
     resamples_drawn: int = 0
     looks: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
 
     @classmethod
@@ -516,19 +524,23 @@ class AuditFormatError(FairEngineError):
 
 @dataclass
 class AuditResult:
-    """Everything one audit produced: config, data/model identity, validation, methods, verdict."""
+    """Everything one audit produced: config, data/model identity, validation, methods, verdict.
+
+    ``config`` is the audit's settings as JSON (:meth:`fairengine.config.AuditConfig.to_dict`);
+    ``dataset``, ``model`` and ``metadata`` are typed (:mod:`fairengine.audit_context`).
+    """
 
     audit_id: str
     created_at: str
-    config: dict[str, Any]
-    dataset: dict[str, Any]
-    model: dict[str, Any]
+    config: JSONObject
+    dataset: DatasetSummary
+    model: ModelIdentity
     validation: ValidationResult | None
     methods: list[MethodResult]
     alpha: float
     multiplicity: str
     verdict: Verdict
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: AuditMetadata = field(default_factory=AuditMetadata)
     warnings: list[str] = field(default_factory=list)
     """Input warnings a reader must see next to the verdict (data cleaning applied, score
     source caveats, ...); each is one sentence naming the column or setting."""
@@ -544,20 +556,20 @@ class AuditResult:
     def findings(self) -> list[Finding]:
         return [f for m in self.methods for f in m.findings]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "schema": AUDIT_SCHEMA,
             "audit_id": self.audit_id,
             "created_at": self.created_at,
-            "config": to_jsonable(self.config),
-            "dataset": to_jsonable(self.dataset),
-            "model": to_jsonable(self.model),
+            "config": encode(self.config),
+            "dataset": self.dataset.to_dict(),
+            "model": self.model.to_dict(),
             "validation": self.validation.to_dict() if self.validation else None,
             "methods": [m.to_dict() for m in self.methods],
             "alpha": self.alpha,
             "multiplicity": self.multiplicity,
             "verdict": self.verdict.to_dict(),
-            "metadata": to_jsonable(self.metadata),
+            "metadata": self.metadata.to_dict(),
             "warnings": list(self.warnings),
             "decisions": self.decisions.to_dict() if self.decisions else None,
         }
@@ -579,9 +591,9 @@ class AuditResult:
         return cls(
             audit_id=d["audit_id"],
             created_at=d["created_at"],
-            config=d.get("config", {}),
-            dataset=d.get("dataset", {}),
-            model=d.get("model", {}),
+            config=dict(d.get("config") or {}),
+            dataset=DatasetSummary.from_dict(d.get("dataset") or {}, "dataset"),
+            model=ModelIdentity.from_dict(d.get("model") or {}, "model"),
             validation=ValidationResult.from_dict(d["validation"]) if d.get("validation") else None,
             methods=[
                 MethodResult.from_dict(m, strict=schema == AUDIT_SCHEMA)
@@ -590,7 +602,7 @@ class AuditResult:
             alpha=float(d["alpha"]),
             multiplicity=d.get("multiplicity", "holm"),
             verdict=Verdict.from_dict(d["verdict"]),
-            metadata=d.get("metadata", {}),
+            metadata=AuditMetadata.from_dict(d.get("metadata") or {}, "metadata"),
             warnings=list(d.get("warnings", [])),
             decisions=DecisionRecord.from_dict(d["decisions"]) if d.get("decisions") else None,
         )

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from fairengine.audit_context import AuditMetadata, DatasetSummary, ModelIdentity
 from fairengine.decisions import (
     FamilyResult,
     FamilyTest,
@@ -28,6 +30,7 @@ from fairengine.decisions import (
 )
 from fairengine.finding_keys import check_unique_keys
 from fairengine.multiplicity import AUDIT_PROCEDURES as METHODS
+from fairengine.result_codec import JSONObject, JSONValue, encode
 from fairengine.results import (
     AuditResult,
     DecisionRecord,
@@ -45,6 +48,8 @@ MULTIPLICITY_NAMES = {
     "none": "no",
     "maxt": "Holm/maxT",
 }
+_R = TypeVar("_R", DatasetSummary, ModelIdentity, AuditMetadata)
+
 GAP_NULLS: tuple[str, ...] = ("tolerance", "zero")
 #: Among tests of the same null kind, which method's test decides (exact small-sample tests first).
 _METHOD_RANK = {"permutation_tests": 0, "group_parity": 1, "group_metrics": 2}
@@ -319,14 +324,14 @@ def decide_verdict(methods: list[MethodResult], alpha: float) -> Verdict:
 
 def finalize_audit(
     *,
-    config: dict[str, Any],
-    dataset: dict[str, Any],
-    model: dict[str, Any],
+    config: Mapping[str, JSONValue] | None = None,
+    dataset: DatasetSummary | Mapping[str, JSONValue] | None = None,
+    model: ModelIdentity | Mapping[str, JSONValue] | None = None,
     validation: ValidationResult | None,
     methods: list[MethodResult],
     alpha: float = 0.05,
     multiplicity: str = "maxt",
-    metadata: dict[str, Any] | None = None,
+    metadata: AuditMetadata | Mapping[str, JSONValue] | None = None,
     audit_id: str | None = None,
     warnings: list[str] | None = None,
     gap_null: str = "tolerance",
@@ -335,6 +340,8 @@ def finalize_audit(
 ) -> AuditResult:
     """Adjust p-values, take decisions, decide the verdict and wrap it all in an AuditResult.
 
+    ``dataset``, ``model`` and ``metadata`` are the typed records of
+    :mod:`fairengine.audit_context` or their JSON form (read with their ``from_json``).
     First checks the invariant that every finding key (and flat MLflow metric name) is unique
     and valid (:func:`fairengine.finding_keys.check_unique_keys`).
     """
@@ -352,15 +359,15 @@ def finalize_audit(
     return AuditResult(
         audit_id=audit_id or uuid.uuid4().hex[:12],
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        config=config,
-        dataset=dataset,
-        model=model,
+        config=_json_object(config),
+        dataset=_record(DatasetSummary, dataset),
+        model=_record(ModelIdentity, model),
         validation=validation,
         methods=methods,
         alpha=alpha,
         multiplicity=multiplicity,
         verdict=decide_verdict(methods, alpha),
-        metadata=metadata or {},
+        metadata=_record(AuditMetadata, metadata),
         warnings=list(warnings or []),
         decisions=DecisionRecord(
             gap_null=gap_null,
@@ -376,6 +383,23 @@ def finalize_audit(
             looks=family.looks,
         ),
     )
+
+
+def _json_object(value: Mapping[str, JSONValue] | None) -> JSONObject:
+    """``value``'s strict JSON form (the config as :meth:`AuditConfig.to_dict` gives it)."""
+    data = encode(dict(value or {}))
+    assert isinstance(data, dict)
+    return data
+
+
+def _record(kind: type[_R], value: object) -> _R:
+    """``value`` as ``kind``: itself, read from its JSON form, or the empty record."""
+    if isinstance(value, kind):
+        return value
+    if value is None:
+        return kind()
+    assert isinstance(value, Mapping), type(value)
+    return kind.from_json(value)
 
 
 def _p(p: float | None) -> str:

@@ -9,6 +9,7 @@ order JSON, HTML (PDF), MLflow, so a failure while logging leaves the local resu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import platform
 import time
@@ -20,6 +21,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine import progress
+from fairengine.audit_context import AuditMetadata, DatasetSummary, ModelIdentity
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
@@ -93,7 +95,7 @@ def assemble_audit(**kwargs: Any) -> AuditResult:
     progress.report("decide", "started")
     result = finalize_audit(**kwargs)
     seconds = time.perf_counter() - start
-    result.metadata.setdefault("timings", {})["decide"] = round(seconds, 4)
+    result.metadata = result.metadata.with_timing("decide", round(seconds, 4))
     progress.report("decide", f"finished in {seconds:.1f} s")
     get_run_logger().info("Verdict: %s - %s", result.verdict.status.upper(), result.verdict.summary)
     return result
@@ -155,11 +157,10 @@ def audit_flow(
 
     methods = run_methods(cfg, dataset, model, model_info, logger, timings)
 
-    summary = {**source, **dataset.summary()}
     result = assemble_audit(
         config=cfg.to_dict(),
-        dataset=summary,
-        model=model_info,
+        dataset=DatasetSummary.from_json({**source, **dataset.summary()}),
+        model=ModelIdentity.from_json(model_info),
         validation=validation,
         methods=methods,
         alpha=cfg.alpha,
@@ -172,21 +173,26 @@ def audit_flow(
         ),
         resampler=decision_resampler(cfg, dataset, methods, model, model_info),
         warnings=input_warnings,
-        metadata={
-            "versions": package_versions(),
-            "fairengine_version": package_versions()["fairengine"],
-            "seed": cfg.seed,
-            "timings": timings,
-        },
+        metadata=AuditMetadata(
+            versions=package_versions(),
+            fairengine_version=package_versions()["fairengine"],
+            seed=cfg.seed,
+            timings=dict(timings),
+        ),
     )
     store = check_tracking_store(tracking_uri) if cfg.mlflow.enabled else None
     if store is not None and store.reachable:
-        result.metadata["previous_audits"] = previous_audits_task(
-            result, tracking_uri, cfg.mlflow.experiment
+        result.metadata = dataclasses.replace(
+            result.metadata,
+            previous_audits=previous_audits_task(result, tracking_uri, cfg.mlflow.experiment),
         )
     from tasks.report import render_report_task  # matplotlib, Jinja2: after the methods
 
     html = timed("render_report", render_report_task, result)
+    # the steps timed after the result was assembled (the report) join its timings
+    result.metadata = dataclasses.replace(
+        result.metadata, timings={**result.metadata.timings, **timings}
+    )
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))
     if cfg.report.pdf:  # not timed into the metadata: audit.json is written already

@@ -431,8 +431,14 @@ def _log(args: argparse.Namespace) -> int:
         result = load_audit(path)
     except (ValueError, KeyError) as exc:
         raise ConfigError(f"{str(path)!r} is not a FairEngine audit result: {exc}") from None
-    settings = result.config.get("mlflow") or {}
-    tracking_uri = args.tracking_uri or settings.get("tracking_uri") or default_tracking_uri()
+    logged = result.config.get("mlflow")
+    settings = logged if isinstance(logged, dict) else {}
+
+    def setting(key: str) -> str | None:
+        value = settings.get(key)
+        return None if value is None else str(value)
+
+    tracking_uri = args.tracking_uri or setting("tracking_uri") or default_tracking_uri()
     store = check_tracking_store(tracking_uri)
     if not store.reachable:
         raise MlflowUnavailableError(f"{store.reason}; nothing logged, try again later")
@@ -441,7 +447,7 @@ def _log(args: argparse.Namespace) -> int:
         result,
         report.read_text(encoding="utf-8"),
         tracking_uri=tracking_uri,
-        experiment=args.experiment or settings.get("experiment") or "fairengine-audits",
+        experiment=args.experiment or setting("experiment") or "fairengine-audits",
         tag_model_version=bool(settings.get("tag_model_version", True)),
         pdf=pdf if pdf.is_file() else None,
     )
@@ -599,16 +605,16 @@ def _print_outcome(run) -> None:
             f"             artifacts {shown}audit/audit.json and the findings table "
             f"audit/findings.json under {run.mlflow['artifact_uri']}"
         )
-        registration = r.metadata.get("mitigation_registration") or {}
+        registration = r.metadata.mitigation_registration
         if run.mlflow.get("mitigated_model_uri"):
             print(
                 f"Mitigated:   {run.mlflow['mitigated_model_uri']} (RTDP rule around the "
                 "audited model; audit it with threshold: null)"
             )
-            if registration.get("reason"):
-                print(f"             registered: {registration['reason']}")
-        elif registration:
-            print(f"Mitigated:   not registered because {registration['reason']}")
+            if registration is not None and registration.reason:
+                print(f"             registered: {registration.reason}")
+        elif registration is not None:
+            print(f"Mitigated:   not registered because {registration.reason}")
         print(f"Browse:      mlflow ui --backend-store-uri {run.mlflow['tracking_uri']}")
 
 

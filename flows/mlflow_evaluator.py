@@ -353,11 +353,11 @@ class FairEngineEvaluator(ModelEvaluator):
         client = mlflow.MlflowClient(tracking_uri=tracking_uri)
         tags = {TAGS.audit_id: result.audit_id, TAGS.verdict: result.verdict.status}
         tags[TAGS.kind] = "evaluation"
-        if result.model.get("name"):
-            tags[TAGS.model_name] = str(result.model["name"])
-            tags[TAGS.model_version] = str(result.model.get("version"))
-        if result.model.get("uri"):
-            tags[TAGS.model_uri] = str(result.model["uri"])
+        if result.model.name:
+            tags[TAGS.model_name] = str(result.model.name)
+            tags[TAGS.model_version] = str(result.model.version)
+        if result.model.uri:
+            tags[TAGS.model_uri] = str(result.model.uri)
         for key, value in tags.items():
             client.set_tag(run_id, key, value)
         html = Path(audit.paths["report"]).read_text("utf-8")

@@ -172,7 +172,7 @@ def summary_html(result: results.AuditResult) -> str:
     )
     from tasks.report.plots import DECISION_COLORS
 
-    protected = [str(a) for a in (result.dataset.get("roles") or {}).get("protected") or []]
+    protected = [str(a) for a in result.dataset.roles.protected]
     rows = [
         finding_view(f, finding_tolerance(f, m.parameters), finding_attribute(f, protected))
         for m in result.methods
@@ -183,14 +183,12 @@ def summary_html(result: results.AuditResult) -> str:
     rows.sort(key=rank_key)
     colour = {"pass": "#009E73", "fail": "#D55E00"}.get(result.verdict.status, "#E69F00")
     e = html.escape
-    model = result.model.get("uri") or result.model.get("score_source", {}).get("description")
+    model = result.model.uri or result.model.score_description
     identity = " · ".join(
         e(str(x))
         for x in (
-            result.dataset.get("name") or result.dataset.get("source"),
-            f"{result.dataset.get('n_rows', '?'):,} rows"
-            if isinstance(result.dataset.get("n_rows"), int)
-            else None,
+            result.dataset.name or result.dataset.source,
+            f"{result.dataset.n_rows:,} rows" if isinstance(result.dataset.n_rows, int) else None,
             model,
         )
         if x

@@ -11,12 +11,14 @@ into the run's MLflow information (``AuditRun.mlflow``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from prefect import get_run_logger
 
+from fairengine.audit_context import MitigationRegistration
 from fairengine.config import AuditConfig
 from fairengine.errors import ResultLoggingError
 from fairengine.results import AuditResult
@@ -43,7 +45,7 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
 
     Registered only when ``methods.mitigation.register_if`` allows it (the held-out ε against the
     target, ``details.registration``). The outcome, with its reason, is logged and kept in
-    ``result.metadata["mitigation_registration"]`` (``registered``, ``reason``, ``uri``) for the
+    ``result.metadata.mitigation_registration`` (``registered``, ``reason``, ``uri``) for the
     CLI. A failure here is reported (log and warning) but does not undo the logged audit.
     """
     from fairengine.mitigation.result import DeployedMitigation
@@ -56,8 +58,8 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
 
     def not_registered(reason: str) -> None:
         logger.warning("Mitigated model not registered because %s", reason)
-        outcome = {"registered": False, "reason": reason, "uri": None}
-        result.metadata["mitigation_registration"] = outcome
+        outcome = MitigationRegistration(registered=False, reason=reason, uri=None)
+        result.metadata = dataclasses.replace(result.metadata, mitigation_registration=outcome)
 
     method = next((m for m in result.methods if m.method == "mitigation"), None)
     if method is None or method.status != "ok":
@@ -104,8 +106,8 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
         decision.reason,
         decision.target_met,
     )
-    outcome = {"registered": True, "reason": decision.reason, "uri": info["uri"]}
-    result.metadata["mitigation_registration"] = outcome
+    outcome = MitigationRegistration(registered=True, reason=decision.reason, uri=info["uri"])
+    result.metadata = dataclasses.replace(result.metadata, mitigation_registration=outcome)
     return {"mitigated_model_uri": info["uri"]}
 
 

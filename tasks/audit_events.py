@@ -46,7 +46,7 @@ def audit_resource(result: AuditResult) -> dict[str, str]:
     ``fairengine.verdict``, ``fairengine.audit_id`` and, for a model version,
     ``mlflow.model.name`` and ``mlflow.model.version``.
     """
-    name, version = result.model.get("name"), result.model.get("version")
+    name, version = result.model.name, result.model.version
     labels = {
         "fairengine.verdict": result.verdict.status,
         "fairengine.audit_id": result.audit_id,
@@ -59,8 +59,8 @@ def audit_resource(result: AuditResult) -> dict[str, str]:
             "mlflow.model.version": str(version),
             **labels,
         }
-    fingerprint = str(result.dataset.get("fingerprint") or result.audit_id)
-    data_name = str(result.dataset.get("name") or "data")
+    fingerprint = str(result.dataset.fingerprint or result.audit_id)
+    data_name = str(result.dataset.name or "data")
     return {
         "prefect.resource.id": f"{DATA_RESOURCE}.{fingerprint[:16]}",
         "prefect.resource.name": data_name,
@@ -123,14 +123,14 @@ def audit_payload(
         },
         "counts": counts,
         "model": {
-            "name": model.get("name"),
-            "version": None if model.get("version") is None else str(model.get("version")),
-            "uri": model.get("uri"),
+            "name": model.name,
+            "version": None if model.version is None else str(model.version),
+            "uri": model.uri,
         },
         "data": {
-            "name": result.dataset.get("name"),
-            "rows": result.dataset.get("n_rows"),
-            "fingerprint": result.dataset.get("fingerprint"),
+            "name": result.dataset.name,
+            "rows": result.dataset.n_rows,
+            "fingerprint": result.dataset.fingerprint,
         },
         "mlflow": run,
         "report_uri": report_uri,

@@ -22,6 +22,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from fairengine.audit_context import PreviousAudit
 from fairengine.results import AuditResult, MethodResult
 from tasks.findings_table import FINDINGS_COLUMNS, findings_rows
 from tasks.settings import default_artifact_root, default_tracking_uri
@@ -267,14 +268,12 @@ def log_audit(
         TAGS.kind: "audit",
         **(run_tags or {}),
     }
-    if model.get("name"):
-        tags[TAGS.model_name] = str(model["name"])
-        tags[TAGS.model_version] = str(model.get("version"))
-    if model.get("uri"):
-        tags[TAGS.model_uri] = str(model["uri"])
-    run_name = (
-        f"audit-{model.get('name') or result.dataset.get('name') or 'data'}-{result.audit_id}"
-    )
+    if model.name:
+        tags[TAGS.model_name] = str(model.name)
+        tags[TAGS.model_version] = str(model.version)
+    if model.uri:
+        tags[TAGS.model_uri] = str(model.uri)
+    run_name = f"audit-{model.name or result.dataset.name or 'data'}-{result.audit_id}"
     run = client.create_run(exp_id, run_name=run_name, tags=tags)
     run_id = run.info.run_id
     _OPEN_RUNS[run_id] = client
@@ -293,7 +292,7 @@ def log_audit(
     finally:
         _OPEN_RUNS.pop(run_id, None)
     artifact_uri = client.get_run(run_id).info.artifact_uri
-    name, version = model.get("name"), model.get("version")
+    name, version = model.name, model.version
     tag_audited_version(client, result, run_id, artifact_uri, tag_model_version)
     if approve_alias and name and version and result.verdict.status == "pass":
         repeat_lost_race(
@@ -368,7 +367,7 @@ def tag_audited_version(
     client: Any, result: AuditResult, run_id: str, artifact_uri: str, enabled: bool
 ) -> None:
     """Tag the audited model version (when there is one) with the audit's verdict and run."""
-    name, version = result.model.get("name"), result.model.get("version")
+    name, version = result.model.name, result.model.version
     if not (enabled and name and version):
         return
     for key, value in {
@@ -490,12 +489,12 @@ def previous_audits(
 @task(name="previous-audits", cache_policy=NO_CACHE)
 def previous_audits_task(
     result: AuditResult, tracking_uri: str, experiment: str, limit: int = 5
-) -> list[dict[str, Any]]:
+) -> list[PreviousAudit]:
     """Earlier audits of the same registered model, for the report's trend table.
 
     Never fails the audit: an unreachable store gives ``[]`` and a warning.
     """
-    name = result.model.get("name")
+    name = result.model.name
     if not name:
         return []
     keys = [f.key for f in result.findings() if f.pvalue is not None]
@@ -505,4 +504,4 @@ def previous_audits_task(
         get_run_logger().warning("Could not read earlier audits of %s: %s", name, exc)
         return []
     get_run_logger().info("Found %d earlier audit(s) of %s", len(history), name)
-    return history
+    return [PreviousAudit.from_json(h) for h in history]

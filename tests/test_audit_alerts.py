@@ -29,6 +29,7 @@ import pytest
 import yaml
 from deployments_support import clean_env, http
 
+from fairengine.audit_context import DatasetSummary, ModelIdentity
 from fairengine.results import AuditResult, DecisionRecord, Verdict
 from flows.prefect_server import read_record, stop_server
 from tasks.audit_events import (
@@ -54,8 +55,10 @@ def _result(status: str = "fail", model: dict[str, Any] | None = None) -> AuditR
         alpha=0.05,
         multiplicity="holm",
         config={},
-        dataset={"name": "loans", "n_rows": 100, "fingerprint": "f" * 64},
-        model=model if model is not None else {"name": "credit", "version": "7", "uri": "m"},
+        dataset=DatasetSummary(name="loans", n_rows=100, fingerprint="f" * 64),
+        model=ModelIdentity.from_dict(
+            model if model is not None else {"name": "credit", "version": "7", "uri": "m"}
+        ),
         validation=None,
         methods=[],
         verdict=Verdict(status=status, summary='1 test "rejected"', reasons=["a", "b"]),  # type: ignore[arg-type]

@@ -74,14 +74,14 @@ def test_rerun_reuses_every_method_and_a_new_permutation_count_reruns_only_that_
     second = audit_flow(config).result
     ran = [m.method for m in first.methods if m.status == "ok"]
     assert {"group_parity", "group_metrics", "permutation_tests", "intersectional"} <= set(ran)
-    t1, t2 = first.metadata["timings"], second.metadata["timings"]
+    t1, t2 = first.metadata.timings, second.metadata.timings
     assert all(m in t1 and f"{m} (cached)" not in t1 for m in ran)  # cold: computed
     assert all(f"{m} (cached)" in t2 and m not in t2 for m in ran)  # re-run: all reused
     assert comparable(first.to_dict()) == comparable(second.to_dict())
 
     config["methods"]["permutation_tests"]["n_permutations"] = 99
     third = audit_flow(config).result
-    t3 = third.metadata["timings"]
+    t3 = third.metadata.timings
     recomputed = [m for m in ran if m in t3]
     assert recomputed == ["permutation_tests"]
     assert all(f"{m} (cached)" in t3 for m in ran if m != "permutation_tests")

@@ -125,6 +125,7 @@ def test_the_outcome_lists_a_requested_method_that_failed(capsys) -> None:
     tests (a raw-feature pipeline makes FlipTest fail on non-numeric features)."""
     from types import SimpleNamespace
 
+    from fairengine.audit_context import AuditMetadata
     from fairengine.results import MethodResult, Verdict
     from flows.cli import _print_outcome
 
@@ -137,7 +138,7 @@ def test_the_outcome_lists_a_requested_method_that_failed(capsys) -> None:
             ),
         ],
         warnings=[],
-        metadata={},
+        metadata=AuditMetadata(),
     )
     _print_outcome(SimpleNamespace(result=result, paths={"report": "r", "json": "j"}, mlflow=None))
     out = capsys.readouterr().out

@@ -16,6 +16,7 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name
 
+from fairengine.audit_context import DatasetSummary, ModelIdentity
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import (
     FLAT_SUFFIXES,
@@ -190,7 +191,8 @@ def test_check_unique_keys_lists_duplicates_with_labels() -> None:
 def test_flat_metrics_raise_instead_of_overwriting() -> None:
     method = MethodResult("m", "M", findings=[finding("k", "one", 0.5), finding("k.pvalue", "t")])
     result = AuditResult(
-        audit_id="x", created_at="", config={}, dataset={}, model={}, validation=None,
+        audit_id="x", created_at="", config={}, dataset=DatasetSummary(), model=ModelIdentity(),
+        validation=None,
         methods=[method], alpha=0.05, multiplicity="holm", verdict=Verdict("pass", ""),
     )
     with pytest.raises(FindingKeyError, match=r"'k\.pvalue' is produced by both 'one' and 't'"):

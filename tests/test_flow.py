@@ -85,8 +85,8 @@ def test_audit_of_scores_in_a_csv(tmp_path: Path, client) -> None:
     )
     assert res.verdict.status == "fail"  # a 0.15 score shift by sex is a real disparity
     assert res.validation is not None and res.validation.success
-    assert res.dataset["n_rows"] == len(df) and len(res.dataset["fingerprint"]) == 64
-    assert {"load_data", "validate_data", "group_parity"} <= set(res.metadata["timings"])
+    assert res.dataset.n_rows == len(df) and len(res.dataset.fingerprint) == 64
+    assert {"load_data", "validate_data", "group_parity"} <= set(res.metadata.timings)
 
     # local outputs: JSON is the source of truth, the report renders it
     saved = json.loads(Path(run.paths["json"]).read_text())
@@ -154,8 +154,8 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
         )
         cfg["columns"] = {"label": "y", "protected": ["sex", "race"], "features": ["x1", "x2"]}
         run = audit_flow(cfg)
-        assert run.result.model["name"] == "credit-scorer"
-        assert run.result.model["version"] == version
+        assert run.result.model.name == "credit-scorer"
+        assert run.result.model.version == version
         # FlipTest got the model as a function; the gradient test got the unwrapped sklearn model
         assert run.result.method("fliptest").status == "ok"
         individual = run.result.method("individual_fairness")
@@ -171,9 +171,9 @@ def test_audit_of_a_registered_model_by_version_and_alias(tmp_path: Path, client
             p[df.sex == "female"].mean() - p[df.sex == "male"].mean()
         )
     # the second audit of the model shows the first one in its trend table
-    (earlier,) = run.result.metadata["previous_audits"]
-    assert earlier["model_version"] == version
-    assert earlier["estimates"]["dp_gap.sex.female_male"] == pytest.approx(dp.estimate)
+    (earlier,) = run.result.metadata.previous_audits
+    assert earlier.model_version == version
+    assert earlier.estimates["dp_gap.sex.female_male"] == pytest.approx(dp.estimate)
     html = Path(run.report_path).read_text()
     assert "Trend across audits of this model" in html
     mv = client.get_model_version("credit-scorer", version)
@@ -282,8 +282,8 @@ def test_rerun_reuses_cached_method_results_and_a_changed_parameter_recomputes(
     copy.write_bytes(data.read_bytes())
     second = audit_flow(config_for(copy, tmp_path / "out", "t-cache", mlflow={"enabled": False}))
     assert calls == [0.05]
-    assert "group_parity (cached)" in second.result.metadata["timings"]
-    assert "group_parity" in first.result.metadata["timings"]
+    assert "group_parity (cached)" in second.result.metadata.timings
+    assert "group_parity" in first.result.metadata.timings
     a, b = first.result.to_dict(), second.result.to_dict()
     assert a["methods"] == b["methods"] and a["verdict"] == b["verdict"]
 

@@ -150,7 +150,7 @@ def test_a_toy_method_runs_through_the_flow_into_json_mlflow_and_report(
     # caching: the same audit again reuses the toy step; a changed setting recomputes it
     again = audit_flow(cfg)
     assert toy_gap.CALLS == [0.01]
-    assert "toy_gap (cached)" in again.result.metadata["timings"]
+    assert "toy_gap (cached)" in again.result.metadata.timings
     assert again.result.method("toy_gap").findings[0].estimate == toy_result.findings[0].estimate
     cfg["methods"] = {"toy_gap": {"margin": 0.02}}
     audit_flow(cfg)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairengine.audit_context import MitigationRegistration
 from fairengine.mitigation import RegistrationDecision
 from fairengine.mitigation.result import DeployedMitigation, VariantFit
 
@@ -166,11 +167,9 @@ def test_mitigated_model_is_registered_tagged_and_audited(tmp_path: Path, capsys
     assert mv.tags["fairness.mitigation_audit_id"] == run.result.audit_id
     assert mv.tags["fairness.mitigation_audit_run_id"] == run.mlflow["run_id"]
     _assert_target_tags(mv.tags, registration, "always")
-    assert run.result.metadata["mitigation_registration"] == {
-        "registered": True,
-        "reason": registration.reason,
-        "uri": new_uri,
-    }
+    assert run.result.metadata.mitigation_registration == MitigationRegistration(
+        registered=True, reason=registration.reason, uri=new_uri
+    )
     _print_outcome(run)
     printed = capsys.readouterr().out
     assert f"Mitigated:   {new_uri}" in printed and registration.reason in printed
@@ -270,8 +269,8 @@ def test_registration_follows_register_if_and_the_held_out_bound(tmp_path: Path,
     assert "exceeds the target 0.1" in registration.reason
     assert _versions(client, name) == [v1]
     assert "mitigated_model_uri" not in run.mlflow
-    outcome = run.result.metadata["mitigation_registration"]
-    assert outcome == {"registered": False, "reason": registration.reason, "uri": None}
+    outcome = run.result.metadata.mitigation_registration
+    assert outcome == MitigationRegistration(registered=False, reason=registration.reason, uri=None)
     _print_outcome(run)
     printed = capsys.readouterr().out
     assert f"Mitigated:   not registered because {registration.reason}" in printed

@@ -588,10 +588,10 @@ def test_audit_uses_predict_proba_everywhere(
             assert aucs[key] == pytest.approx(roc_auc_score(y, proba[rows]), abs=1e-9), key
             # not the AUC of the 0/1 labels taken for probabilities (the old audit's number)
             assert aucs[key] > roc_auc_score(y, labels[rows]) + 0.02, key
-    src = res.model["score_source"]
+    src = res.model.score_source
     assert src["kind"] == "predict_proba" and src["estimator"] == "LogisticRegression"
-    assert res.model["model_input"]["columns"] == FEATURES
-    assert res.dataset["roles"]["features"] == FEATURES
+    assert res.model.model_input["columns"] == FEATURES
+    assert list(res.dataset.roles.features or ()) == FEATURES
     individual = res.method("individual_fairness")
     assert individual.status == "ok", individual.reason
     from fairengine.individual.result import IndividualFairnessDetails
@@ -625,7 +625,7 @@ def test_label_audit_marks_auc_not_applicable(prefect_server, store, data, tmp_p
         audit_flow({**cfg, "columns": {**cfg["columns"], "score": "x1"}})
     run = audit_flow(cfg)
     res = run.result
-    assert res.model["score_source"]["kind"] == "label"
+    assert res.model.score_source["kind"] == "label"
     assert not _group_aucs(res)
     gm = res.method("group_metrics")
     assert gm.status == "ok"
@@ -666,8 +666,8 @@ def test_signature_model_with_protected_inputs_audits(
     data.to_parquet(path, index=False)  # age stays int64
     run = audit_flow(_config(path, tmp_path / "out", uri, {"group_metrics": {"enabled": True}}))
     res = run.result
-    assert res.dataset["roles"]["features"] == cols
-    assert res.model["model_input"]["origin"] == "signature"
+    assert list(res.dataset.roles.features or ()) == cols
+    assert res.model.model_input["origin"] == "signature"
     assert any("age: int64 -> double" in w for w in res.warnings)
     proba = model.predict_proba(train)[:, 1]
     female = (data["sex"] == "female").to_numpy()

@@ -149,8 +149,8 @@ def test_the_pipeline_object_on_the_raw_file_gives_the_cli_findings(adult, cli_f
         adult["path"], names=NAMES, missing="drop", model=adult["pipe"], **_settings(adult)
     )
     assert isinstance(result, fairengine.AuditResult)
-    assert result.model["uri"] == "python:Pipeline[LogisticRegression]"
-    assert "predict_proba of the Python model" in result.model["score_source"]["description"]
+    assert result.model.uri == "python:Pipeline[LogisticRegression]"
+    assert "predict_proba of the Python model" in result.model.score_source["description"]
     assert {m.method for m in result.methods if m.status == "ok"} >= set(SCORE_METHODS)
     _same_findings(result.to_frame(), cli_findings)
 
@@ -161,7 +161,7 @@ def test_a_dataframe_and_the_mlflow_uri_give_the_cli_findings(
     given = adult["frame"].copy()
     result = fairengine.audit(given, model=logged_pipe, **_settings(adult))
     pd.testing.assert_frame_equal(given, adult["frame"])  # the caller's frame is unchanged
-    assert result.model["name"] == "api-adult" and result.model["version"] == "1"
+    assert result.model.name == "api-adult" and result.model.version == "1"
     _same_findings(result.to_frame(), cli_findings)
 
 
@@ -174,7 +174,7 @@ def test_a_plain_callable_gives_the_same_score_based_findings(adult, cli_finding
         methods=SCORE_METHODS,
         **_settings(adult),
     )
-    assert result.model["uri"].startswith("python:callable")
+    assert result.model.uri.startswith("python:callable")
     wanted = cli_findings[cli_findings["method"].isin(SCORE_METHODS)]
     _same_findings(result.to_frame(), wanted)
 
@@ -224,7 +224,7 @@ def test_a_torch_module_matches_the_same_module_logged_with_mlflow_pytorch(adult
     direct = fairengine.audit(data, model=net, **settings)
     logged = fairengine.audit(data, model=info.model_uri, **settings)
     assert net.training
-    assert direct.model["score_source"]["flavor"] == "pytorch"
+    assert direct.model.score_source["flavor"] == "pytorch"
     _same_findings(direct.to_frame(), logged.to_frame())
 
 
@@ -240,8 +240,8 @@ def test_boosted_trees_score_through_predict_proba(adult, numeric, library: str)
         clf = LGBMClassifier(n_estimators=20, num_leaves=7, n_jobs=1, verbose=-1)
     clf.fit(numeric[NUMERIC], numeric["y"])
     direct = fairengine.audit(numeric, model=clf, **_kind_settings(adult))
-    assert direct.model["score_source"]["kind"] == "predict_proba"
-    assert direct.model["score_source"]["flavor"] == library
+    assert direct.model.score_source["kind"] == "predict_proba"
+    assert direct.model.score_source["flavor"] == library
     plain = fairengine.audit(
         numeric, model=lambda x: clf.predict_proba(x)[:, 1], **_kind_settings(adult)
     )
@@ -261,12 +261,12 @@ def test_a_model_object_is_cached_by_its_content(adult, numeric) -> None:
     other = fairengine.audit(numeric, model=refit, **settings)
 
     def cached(r) -> set[str]:
-        return {k for k in r.metadata["timings"] if k.endswith("(cached)")}
+        return {k for k in r.metadata.timings if k.endswith("(cached)")}
 
     assert cached(first) == set()
     assert cached(again) == {f"{m} (cached)" for m in SCORE_METHODS}
     assert cached(other) == set()
-    assert first.model["fingerprint"] != other.model["fingerprint"]
+    assert first.model.fingerprint != other.model.fingerprint
     _same_findings(first.to_frame(), again.to_frame())
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fairengine.audit_context import AuditMetadata, DatasetSummary, ModelIdentity
 from fairengine.audit_file import read_audit
 from fairengine.group_parity.result import (
     AttributeParity,
@@ -255,24 +256,26 @@ def audit() -> AuditResult:
             "multiplicity": "holm",
             "methods": {"group_parity": {"enabled": True, "tolerance": 0.05}},
         },
-        dataset={
-            "name": "credit",
-            "source": "/data/scored.csv",
-            "n_rows": 9800,
-            "fingerprint": FINGERPRINT,
-            "roles": {"label": "label", "protected": ["sex", EVIL_ATTR], "score": "score"},
-            "groups": {
-                "sex": {"female": 5000, "male": 4800},
-                EVIL_ATTR: {"white": 7000, EVIL: 2800},
-            },
-        },
-        model={
-            "uri": "models:/credit-scorer/3",
-            "name": "credit-scorer",
-            "version": "3",
-            "score_type": "probability",
-            "threshold": 0.5,
-        },
+        dataset=DatasetSummary.from_dict(
+            {
+                "name": "credit",
+                "source": "/data/scored.csv",
+                "n_rows": 9800,
+                "fingerprint": FINGERPRINT,
+                "roles": {"label": "label", "protected": ["sex", EVIL_ATTR], "score": "score"},
+                "groups": {
+                    "sex": {"female": 5000, "male": 4800},
+                    EVIL_ATTR: {"white": 7000, EVIL: 2800},
+                },
+            }
+        ),
+        model=ModelIdentity(
+            uri="models:/credit-scorer/3",
+            name="credit-scorer",
+            version="3",
+            score_type="probability",
+            threshold=0.5,
+        ),
         validation=validation,
         methods=[group_parity, failed, not_run],
         alpha=0.05,
@@ -285,12 +288,12 @@ def audit() -> AuditResult:
                 "Studentized permutation tests failed: ValueError: the AUC needs both labels",
             ],
         ),
-        metadata={
-            "versions": {"python": "3.11.7", "numpy": "2.1.0", "jinja2": "3.1.6"},
-            "fairengine_version": "0.1.0",
-            "seed": 20261122,
-            "timings": {"load_data": 0.1234, "group_parity": 0.0421},
-        },
+        metadata=AuditMetadata(
+            versions={"python": "3.11.7", "numpy": "2.1.0", "jinja2": "3.1.6"},
+            fairengine_version="0.1.0",
+            seed=20261122,
+            timings={"load_data": 0.1234, "group_parity": 0.0421},
+        ),
     )
 
 
@@ -523,14 +526,14 @@ def test_nan_and_infinity_render_as_text() -> None:
         audit_id="nan",
         created_at="not a date",
         config={"x": math.inf},
-        dataset={},
-        model={},
+        dataset=DatasetSummary(),
+        model=ModelIdentity(),
         validation=None,
         methods=[odd, gp],
         alpha=0.05,
         multiplicity="bh",
         verdict=Verdict("pass", "Nothing rejected."),
-        metadata={},
+        metadata=AuditMetadata(),
     )
     html = render_report(read_audit(result.to_json()))  # through the JSON form
     assert "[1.5000, ∞]" in html

@@ -203,16 +203,16 @@ def test_verdict_and_decisions_are_words_not_only_colour(
 
 
 def test_header_identifies_model_data_and_run(full_audit: AuditResult, page_data: dict) -> None:
-    assert f"{full_audit.model['name']} v{full_audit.model['version']}" in page_data["header"]
+    assert f"{full_audit.model.name} v{full_audit.model.version}" in page_data["header"]
     header = page_data["identity"]  # the full identity: "About this audit"
-    assert full_audit.model["uri"] in header
-    assert full_audit.dataset["fingerprint"][:12] in header
+    assert full_audit.model.uri in header
+    assert full_audit.dataset.fingerprint[:12] in header
     assert full_audit.created_at[:10] in header
-    assert f"Seed\n{full_audit.metadata['seed']}\n" in header
+    assert f"Seed\n{full_audit.metadata.seed}\n" in header
     for name in ("numpy", "torch", "matplotlib", "prefect"):
-        assert f"{name} {full_audit.metadata['versions'][name]}" in header
+        assert f"{name} {full_audit.metadata.versions[name]}" in header
     timings = next(t for t in page_data["tables"] if t["cls"] == "kv timings")
-    assert timings["rows"] == len(full_audit.metadata["timings"])
+    assert timings["rows"] == len(full_audit.metadata.timings)
     body = page_data["bodyText"]
     # "<", ">" in group names shown as text (the overview matrix's intersection)
     assert "man & <30" in body and "woman & >50" in body

@@ -18,6 +18,7 @@ browser shows (first screen, clipping, height) is checked on real audits in
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fairengine.audit_context import PreviousAudit
 from fairengine.dataset import AuditDataset
 from fairengine.group_metrics import run_group_metrics
 from fairengine.group_parity import group_parity
@@ -357,7 +359,9 @@ def test_numbers_never_wrap_and_tables_scroll_in_their_own_box() -> None:
 
 def with_history(result: AuditResult, history: list[dict[str, Any]]) -> AuditResult:
     out = copy.copy(result)
-    out.metadata = {**result.metadata, "previous_audits": history}
+    out.metadata = dataclasses.replace(
+        result.metadata, previous_audits=[PreviousAudit.from_json(h) for h in history]
+    )
     return out
 
 

@@ -268,7 +268,7 @@ def test_the_audits_are_real(audits: dict[str, Any]) -> None:
     compas: AuditResult = audits["compas"].result
     adult: AuditResult = audits["adult"].result
     demo: AuditResult = audits["demo"].result
-    assert compas.dataset["n_rows"] > 7000 and adult.dataset["n_rows"] > 15000
+    assert compas.dataset.n_rows > 7000 and adult.dataset.n_rows > 15000
     assert sum(f.counts for f in compas.findings()) >= 60  # race (6 groups) x sex pairs
     assert sum(f.counts for f in adult.findings()) >= 60
     assert all(m.status == "ok" for m in adult.methods)

@@ -184,14 +184,15 @@ def test_finalize_audit_leaves_the_method_results_unchanged_so_it_can_be_rerun()
 def test_audit_json_names_its_format_and_older_or_unknown_formats_are_handled() -> None:
     """audit.json carries ``schema``; a file from before the format was named (no ``schema``)
     still loads; a format this version does not know is a clear error naming it."""
+    from fairengine.audit_context import DatasetSummary, ModelIdentity
     from fairengine.results import AUDIT_SCHEMA, AuditFormatError, AuditResult, Verdict
 
     result = AuditResult(
         audit_id="a1",
         created_at="2026-11-26T00:00:00+00:00",
         config={},
-        dataset={},
-        model={},
+        dataset=DatasetSummary(),
+        model=ModelIdentity(),
         validation=None,
         methods=[],
         alpha=0.05,

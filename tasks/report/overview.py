@@ -262,7 +262,7 @@ def _bar(rate: Rate) -> dict[str, str] | None:
 
 def overview_view(result: AuditResult) -> dict[str, Any] | None:
     """The matrix's view data; ``None`` when no method computed group rates."""
-    protected = [str(a) for a in ((result.dataset.get("roles") or {}).get("protected") or [])]
+    protected = list(result.dataset.roles.protected)
     blocks = _blocks(result, protected)
     if not blocks:
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
+from fairengine.result_codec import JSONValue
 from fairengine.results import AuditResult, DecisionRecord, ValidationResult, Verdict
 from tasks.report.findings import (
     DECISION_LABELS,
@@ -90,19 +92,24 @@ def validation_view(validation: ValidationResult | None) -> dict[str, Any] | Non
     }
 
 
-def header_view(d: dict[str, Any]) -> dict[str, Any]:
+def _prediction_settings(result: AuditResult) -> tuple[str | None, float | None]:
+    """Score type and threshold: the audit's, recorded with the model; the data summary's in a
+    result whose model record has none (files and tests without a model section)."""
+    if result.model.score_type is not None:
+        return result.model.score_type, result.model.threshold
+    return result.dataset.score_type, result.dataset.threshold
+
+
+def header_view(result: AuditResult) -> dict[str, Any]:
     """Identity of the audit: model, data, run; each item a ``{label, value, title, code}``."""
-    model = d.get("model") or {}
-    dataset = d.get("dataset") or {}
-    meta = d.get("metadata") or {}
-    roles = dataset.get("roles") or {}
-    fingerprint = str(dataset.get("fingerprint") or "")
+    model, dataset, meta = result.model, result.dataset, result.metadata
+    roles = dataset.roles
+    fingerprint = dataset.fingerprint or ""
 
     def item(label: str, value: Any, title: str = "", code: bool = False) -> dict[str, Any]:
         return {"label": label, "value": fmt_value(value), "title": title, "code": code}
 
-    threshold = model.get("threshold", dataset.get("threshold"))
-    score_type = model.get("score_type", dataset.get("score_type"))
+    score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 predictions as given (no threshold; AUC-type metrics not applicable)"
     elif threshold is not None:
@@ -110,32 +117,32 @@ def header_view(d: dict[str, Any]) -> dict[str, Any]:
     else:
         prediction = f"{fmt_value(score_type)} scores, no threshold (expected rates)"
     model_items = [
-        item("Model", model.get("name") or "scores taken from the data"),
-        item("Version", model.get("version")),
-        item("Model URI", model.get("uri"), code=True),
+        item("Model", model.name or "scores taken from the data"),
+        item("Version", model.version),
+        item("Model URI", model.uri, code=True),
         item("Predictions", prediction),
-        item("Score source", (model.get("score_source") or {}).get("description")),
+        item("Score source", model.score_description),
     ]
     data_items = [
-        item("Dataset", dataset.get("name")),
-        item("Source", dataset.get("source"), code=True),
+        item("Dataset", dataset.name),
+        item("Source", dataset.source, code=True),
         item("Fingerprint", fingerprint[:12] + "…" if fingerprint else None, fingerprint, True),
-        item("Rows", fmt_count(dataset.get("n_rows"))),
-        item("Protected", roles.get("protected")),
-        item("Label / score", f"{fmt_value(roles.get('label'))} / {fmt_value(roles.get('score'))}"),
+        item("Rows", fmt_count(dataset.n_rows)),
+        item("Protected", list(roles.protected)),
+        item("Label / score", f"{fmt_value(roles.label)} / {fmt_value(roles.score)}"),
     ]
     run_items = [
-        item("Date", fmt_datetime(d.get("created_at"))),
-        item("Audit ID", d.get("audit_id"), code=True),
-        item("FairEngine", meta.get("fairengine_version")),
-        item("Seed", meta.get("seed")),
+        item("Date", fmt_datetime(result.created_at)),
+        item("Audit ID", result.audit_id, code=True),
+        item("FairEngine", meta.fairengine_version),
+        item("Seed", meta.seed),
         item(
             "Significance",
-            f"α = {fmt_value(d.get('alpha'))}, "
-            f"{multiplicity_label(str(d.get('multiplicity')))} adjustment",
+            f"α = {fmt_value(result.alpha)}, "
+            f"{multiplicity_label(str(result.multiplicity))} adjustment",
         ),
     ]
-    versions = meta.get("versions") or {}
+    versions = meta.versions
     return {
         "groups": [
             {"title": "Model", "items": model_items},
@@ -159,7 +166,7 @@ def verdict_view(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def config_text(config: dict[str, Any]) -> str:
+def config_text(config: Mapping[str, JSONValue]) -> str:
     """The resolved configuration as YAML (JSON if YAML cannot represent it)."""
     try:
         return yaml.safe_dump(
@@ -169,24 +176,21 @@ def config_text(config: dict[str, Any]) -> str:
         return json.dumps(config, indent=2, ensure_ascii=False, default=str)
 
 
-def identity_view(d: dict[str, Any]) -> list[dict[str, str]]:
+def identity_view(result: AuditResult) -> list[dict[str, str]]:
     """The one-line identity under the title: model, data, protected attributes, predictions,
     run and significance; each ``{label, value, title}`` (``title``: the full text on hover)."""
-    model = d.get("model") or {}
-    dataset = d.get("dataset") or {}
-    roles = dataset.get("roles") or {}
-    meta = d.get("metadata") or {}
-    name = model.get("name")
+    model, dataset, meta = result.model, result.dataset, result.metadata
+    roles = dataset.roles
+    name = model.name
     if name:
-        model_text = f"{name} v{model['version']}" if model.get("version") else str(name)
+        model_text = f"{name} v{model.version}" if model.version else str(name)
     else:
-        model_text = f"scores from the data column {fmt_value(roles.get('score'))}"
-    source = str(dataset.get("source") or "")
-    data_name = dataset.get("name") or (Path(source).name if source else DASH)
-    fingerprint = str(dataset.get("fingerprint") or "")
-    data_text = f"{data_name}, {fmt_count(dataset.get('n_rows'))} rows"
-    threshold = model.get("threshold", dataset.get("threshold"))
-    score_type = model.get("score_type", dataset.get("score_type"))
+        model_text = f"scores from the data column {fmt_value(roles.score)}"
+    source = dataset.source or ""
+    data_name = dataset.name or (Path(source).name if source else DASH)
+    fingerprint = dataset.fingerprint or ""
+    data_text = f"{data_name}, {fmt_count(dataset.n_rows)} rows"
+    score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 labels"
     elif threshold is not None:
@@ -194,26 +198,26 @@ def identity_view(d: dict[str, Any]) -> list[dict[str, str]]:
     else:
         prediction = f"{fmt_value(score_type)}, expected rates"
     return [
-        {"label": "Model", "value": model_text, "title": str(model.get("uri") or "")},
+        {"label": "Model", "value": model_text, "title": model.uri or ""},
         {
             "label": "Data",
             "value": data_text,
             "title": " · ".join(p for p in (source, fingerprint) if p),
         },
-        {"label": "Protected", "value": fmt_value(roles.get("protected")), "title": ""},
-        {"label": "Label", "value": fmt_value(roles.get("label")), "title": ""},
+        {"label": "Protected", "value": fmt_value(list(roles.protected)), "title": ""},
+        {"label": "Label", "value": fmt_value(roles.label), "title": ""},
         {"label": "Predictions", "value": prediction, "title": ""},
         {
             "label": "Significance",
-            "value": f"α = {fmt_value(d.get('alpha'))}, "
-            f"{multiplicity_label(str(d.get('multiplicity')))}",
+            "value": f"α = {fmt_value(result.alpha)}, "
+            f"{multiplicity_label(str(result.multiplicity))}",
             "title": "",
         },
         {
             "label": "Run",
-            "value": f"{fmt_datetime(d.get('created_at'))} · {fmt_value(d.get('audit_id'))}",
-            "title": f"FairEngine {fmt_value(meta.get('fairengine_version'))}, "
-            f"seed {fmt_value(meta.get('seed'))}",
+            "value": f"{fmt_datetime(result.created_at)} · {fmt_value(result.audit_id)}",
+            "title": f"FairEngine {fmt_value(meta.fairengine_version)}, "
+            f"seed {fmt_value(meta.seed)}",
         },
     ]
 
@@ -290,7 +294,7 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
     first). An entry's ``decisions`` (finding key -> decision) is absent in histories collected
     before decisions were recorded: then only the estimates are compared.
     """
-    history = list(result.metadata.get("previous_audits") or [])
+    history = list(result.metadata.previous_audits or [])
     if not history:
         return None
     previous = history[0]
@@ -306,17 +310,17 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
     )
     columns = [
         {
-            "label": _version_label(h.get("model_version")),
+            "label": _version_label(h.model_version),
             "date": fmt_datetime(
-                datetime.fromtimestamp(h["started_ms"] / 1000, UTC).isoformat()
-                if h.get("started_ms")
+                datetime.fromtimestamp(h.started_ms / 1000, UTC).isoformat()
+                if h.started_ms
                 else None
             ),
-            "verdict": str(h.get("verdict") or DASH).upper(),
+            "verdict": str(h.verdict or DASH).upper(),
         }
         for h in history
     ]
-    version = result.model.get("version")
+    version = result.model.version
     columns.append(
         {
             "label": f"v{version} (this audit)" if version else "this audit",
@@ -326,9 +330,9 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
     )
     rows = []
     for f in tested[:TREND_ROWS]:
-        values = [fmt_number((h.get("estimates") or {}).get(f.key)) for h in history]
+        values = [fmt_number(h.estimates.get(f.key)) for h in history]
         rows.append({"label": f.label or f.key, "values": [*values, fmt_number(f.estimate)]})
-    before = previous.get("decisions")
+    before = previous.decisions
     changed: list[dict[str, Any]] = []
     n_compared = 0
     if isinstance(before, dict):
@@ -346,7 +350,7 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
                         "before_decision": old,
                         "after": DECISION_LABELS.get(f.decision, str(f.decision)),
                         "after_decision": f.decision,
-                        "estimate_before": fmt_number((previous.get("estimates") or {}).get(f.key)),
+                        "estimate_before": fmt_number(previous.estimates.get(f.key)),
                         "estimate_after": fmt_number(f.estimate),
                     }
                 )
@@ -357,7 +361,7 @@ def trend_view(result: AuditResult) -> dict[str, Any] | None:
         "columns": columns,
         "rows": rows,
         "n_previous": len(history),
-        "previous_label": _version_label(previous.get("model_version")),
+        "previous_label": _version_label(previous.model_version),
         "has_decisions": isinstance(before, dict),
         "changed": changed,
         "n_compared": n_compared,
@@ -369,10 +373,8 @@ def _version_label(version: Any) -> str:
 
 
 def report_context(result: AuditResult) -> dict[str, Any]:
-    """Everything the template needs, as plain pre-formatted data (plus ``result``: the dict)."""
-    d = result.to_dict()
-    dataset = d.get("dataset") or {}
-    protected = [str(a) for a in ((dataset.get("roles") or {}).get("protected") or [])]
+    """Everything the template needs, as plain pre-formatted data (plus ``result``)."""
+    protected = [str(a) for a in result.dataset.roles.protected]
     methods = [method_view(m, i, protected) for i, m in enumerate(result.methods)]
     ran = [m for m in methods if m["status"] == "ok"]
     verdict_rows = [f for m in ran for f in m["findings"] if f["counts"]]
@@ -381,24 +383,23 @@ def report_context(result: AuditResult) -> dict[str, Any]:
     supporting_rows = [f for m in ran for f in m["findings"] if f["decision"] == "supporting"]
     decisions = result.decisions or DecisionRecord()
     untested = sum(len(m["findings"]) - m["n_tested"] for m in ran)
-    model = d.get("model") or {}
-    subject = model.get("name") or dataset.get("name") or ""
-    if subject and model.get("version"):
-        subject = f"{subject} v{model['version']}"
-    meta = d.get("metadata") or {}
+    subject = result.model.name or result.dataset.name or ""
+    if subject and result.model.version:
+        subject = f"{subject} v{result.model.version}"
+    meta = result.metadata
     return {
         "result": result,
         "page_title": " · ".join(
-            p for p in ("FairEngine audit report", str(subject), str(d["audit_id"])) if p
+            p for p in ("FairEngine audit report", str(subject), result.audit_id) if p
         ),
         "subject": str(subject),
-        "identity": identity_view(d),
-        "header": header_view(d),
+        "identity": identity_view(result),
+        "header": header_view(result),
         "verdict": verdict_view(result.verdict),
         "counts": decision_counts(result, verdict_rows, len(supporting_rows), untested),
-        "input_warnings": [str(w) for w in d.get("warnings") or []],
-        "alpha": fmt_value(d.get("alpha")),
-        "adjustment": multiplicity_label(str(d.get("multiplicity"))),
+        "input_warnings": [str(w) for w in result.warnings],
+        "alpha": fmt_value(result.alpha),
+        "adjustment": multiplicity_label(str(result.multiplicity)),
         "verdict_rows": verdict_rows,
         "top_findings": top[:TOP_FINDINGS],
         "n_more_findings": max(len(top) - TOP_FINDINGS, 0),
@@ -413,13 +414,10 @@ def report_context(result: AuditResult) -> dict[str, Any]:
         "methods": methods,
         "validation": validation_view(result.validation),
         "trend": trend_view(result),
-        "config_text": config_text(d.get("config") or {}),
-        "timings": [
-            {"step": str(k), "seconds": fmt_seconds(v)}
-            for k, v in (meta.get("timings") or {}).items()
-        ],
-        "created": fmt_datetime(d.get("created_at")),
-        "generated_by": f"FairEngine {fmt_value(meta.get('fairengine_version'))}",
+        "config_text": config_text(result.config),
+        "timings": [{"step": str(k), "seconds": fmt_seconds(v)} for k, v in meta.timings.items()],
+        "created": fmt_datetime(result.created_at),
+        "generated_by": f"FairEngine {fmt_value(meta.fairengine_version)}",
     }
 
 
