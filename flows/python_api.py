@@ -147,16 +147,21 @@ class AuditResult(results.AuditResult):
 
 
 def _counts(result: results.AuditResult) -> list[tuple[str, int]]:
-    deciding = [f for f in result.findings() if f.counts]
-    by = {d: sum(1 for f in deciding if f.decision == d) for d in _DECISIONS}
+    """The verdict's counts as the report shows them: from the audit's decision record
+    (:class:`fairengine.results.DecisionRecord`), else from the deciding findings."""
+    record = result.decisions
+    if record is not None:
+        return [
+            ("rejected", record.n_rejected),
+            ("not rejected", record.n_not_rejected),
+            ("undetermined", record.n_undetermined),
+        ]
+    deciding = [f.decision for f in result.findings() if f.counts]
     return [
-        ("rejected", by["reject"]),
-        ("not rejected", by["fail_to_reject"]),
-        ("undetermined", by["undetermined"]),
+        ("rejected", deciding.count("reject")),
+        ("not rejected", deciding.count("fail_to_reject")),
+        ("undetermined", deciding.count("undetermined")),
     ]
-
-
-_DECISIONS = ("reject", "fail_to_reject", "undetermined")
 
 
 def summary_html(result: results.AuditResult) -> str:
