@@ -27,6 +27,8 @@ difference).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -63,6 +65,9 @@ from fairengine.intersection import intersect_groups
 from fairengine.results import Finding, MethodResult
 from fairengine.scores import LABEL_AUC_REASON
 
+if TYPE_CHECKING:
+    from fairengine.streaming.tables import StreamedCounts
+
 METHOD = "group_metrics"
 TITLE = "Group metrics (LiFT suite)"
 
@@ -83,28 +88,15 @@ def run_group_metrics(
     del seed
     start = time.perf_counter()
     cfg = config or GroupMetricsConfig()
-    level = cfg.confidence_level
+    plan = _plan(
+        cfg,
+        list(dataset.roles.protected),
+        has_scores=dataset.prediction is not None,
+        score_type=dataset.score_type,
+    )
+    attrs, warnings, levels = plan.attrs, plan.warnings, plan.levels
+    perf_names, want_auc, has_scores = plan.perf_names, plan.want_auc, plan.has_scores
     compat = cfg.lift_compat
-    attrs = list(dataset.roles.protected) if cfg.attributes is None else list(cfg.attributes)
-    unknown = [a for a in attrs if a not in dataset.groups]
-    if unknown or not attrs:
-        raise DataContractError(
-            f"methods.group_metrics.attributes {unknown or attrs} are not protected attributes "
-            f"of the dataset ({list(dataset.groups)})"
-        )
-    warnings: list[str] = []
-    has_scores = dataset.prediction is not None
-    levels = [lv for lv in cfg.levels if lv == "dataset" or has_scores]
-    if "model" in cfg.levels and not has_scores:
-        warnings.append("no model scores: model-level metrics and performance were skipped")
-    perf_names = cfg.performance_metrics if has_scores else []
-    want_auc = "AUC" in perf_names or "AUC" in cfg.performance_benefit_metrics
-    want_auc = want_auc and has_scores
-    auc_not_applicable = want_auc and dataset.score_type == "label"
-    if auc_not_applicable:  # hard labels rank nothing: no AUC findings, the reason recorded
-        want_auc = False
-        perf_names = [p for p in perf_names if p != "AUC"]
-        warnings.append(f"AUC {LABEL_AUC_REASON}")
     hard = dataset.threshold is not None
     prediction = (  # (has_scores: the dataset's prediction is not None)
         dataset.prediction
@@ -133,13 +125,7 @@ def run_group_metrics(
     )
     encodings = [Encoding(a, "attribute", table.moments(a), dataset.groups[a].codes) for a in attrs]
     if cfg.intersection and len(attrs) >= 2:
-        cells = table.members.shape[0]
-        if cells > cfg.max_intersection_cells:
-            raise DataContractError(
-                f"the intersection of {attrs} has {cells} non-empty cells, more than "
-                f"methods.group_metrics.max_intersection_cells={cfg.max_intersection_cells}; "
-                "drop an attribute, merge small groups or raise the limit"
-            )
+        _check_cells(table, attrs, cfg)
         encodings.append(Encoding(table.intersection_name, "intersection", table.moments(None)))
     need_rows = (want_auc and not binned and not (compat and hard)) or bool(cfg.custom_metrics)
     if need_rows:
@@ -158,6 +144,130 @@ def run_group_metrics(
         ),
     )
     customs = {k: load_custom_metric(v) for k, v in cfg.custom_metrics.items()}
+    inputs = SuiteInputs(dataset, cfg, table, levels, perf_names, auc, customs)
+    return _suite_result(
+        plan, inputs, encodings, bins, dataset.threshold, dataset.prediction_mode, start
+    )
+
+
+def run_group_metrics_from_counts(
+    counts: StreamedCounts, config: GroupMetricsConfig | None = None, *, seed: int = 0
+) -> MethodResult:
+    """:func:`run_group_metrics` from the count tables of a streamed audit
+    (:class:`fairengine.streaming.StreamedCounts`) instead of rows.
+
+    Everything the suite computes from its :class:`GroupTable` is the same as on rows. The AUC
+    is the binned one from the stream's score histogram (``auc_bins`` bins when set, else the
+    histogram's; the pandas path bins too above ``auc_exact_max_rows`` rows), with its error
+    bound, and says so in a warning; the exact AUC and custom metrics need rows and are
+    refused (run them on the stream's sample, whose findings must say they come from it).
+    """
+    del seed
+    start = time.perf_counter()
+    cfg = config or GroupMetricsConfig()
+    if cfg.custom_metrics:
+        raise DataContractError(
+            f"methods.group_metrics.custom_metrics {sorted(cfg.custom_metrics)} need rows; a "
+            "streamed audit has count tables only (run them on its stratified sample)"
+        )
+    plan = _plan(
+        cfg,
+        list(counts.roles.protected),
+        has_scores=counts.has_scores,
+        score_type=counts.score_type,
+    )
+    compat, hard = cfg.lift_compat, counts.threshold is not None
+    bins = None
+    binned = plan.want_auc and not (compat and hard)
+    if binned:
+        bins = cfg.auc_bins if cfg.auc_bins is not None else counts.bins
+        if bins is None:
+            raise DataContractError(
+                "the AUC of a streamed audit comes from its score histogram, and this stream "
+                "was folded without one (bins=None)"
+            )
+        if bins != counts.bins:
+            raise DataContractError(
+                f"methods.group_metrics.auc_bins={bins} differs from the stream's histogram "
+                f"({counts.bins} bins); stream with bins={bins}"
+            )
+        plan.warnings.append(
+            f"AUC from a {bins}-bin score histogram (streamed audit: the exact AUC needs rows); "
+            "its error bound is in the details"
+        )
+    table = counts.group_table(plan.attrs, histogram=binned)
+    encodings = [Encoding(a, "attribute", table.moments(a)) for a in plan.attrs]
+    if cfg.intersection and len(plan.attrs) >= 2:
+        _check_cells(table, plan.attrs, cfg)
+        encodings.append(Encoding(table.intersection_name, "intersection", table.moments(None)))
+    auc = AucPlan(compute=plan.want_auc, binned=binned, order=None)
+    inputs = SuiteInputs(None, cfg, table, plan.levels, plan.perf_names, auc, {})
+    return _suite_result(
+        plan, inputs, encodings, bins, counts.threshold, counts.prediction_mode, start
+    )
+
+
+@dataclass
+class _Plan:
+    """What the suite audits, from the settings and whether there are scores."""
+
+    attrs: list[str]
+    warnings: list[str]
+    levels: list[str]
+    perf_names: list[str]
+    want_auc: bool
+    auc_not_applicable: bool
+    has_scores: bool
+
+
+def _plan(
+    cfg: GroupMetricsConfig, protected: list[str], *, has_scores: bool, score_type: str
+) -> _Plan:
+    attrs = list(protected) if cfg.attributes is None else list(cfg.attributes)
+    unknown = [a for a in attrs if a not in protected]
+    if unknown or not attrs:
+        raise DataContractError(
+            f"methods.group_metrics.attributes {unknown or attrs} are not protected attributes "
+            f"of the dataset ({list(protected)})"
+        )
+    warnings: list[str] = []
+    levels = [lv for lv in cfg.levels if lv == "dataset" or has_scores]
+    if "model" in cfg.levels and not has_scores:
+        warnings.append("no model scores: model-level metrics and performance were skipped")
+    perf_names = cfg.performance_metrics if has_scores else []
+    want_auc = "AUC" in perf_names or "AUC" in cfg.performance_benefit_metrics
+    want_auc = want_auc and has_scores
+    auc_not_applicable = want_auc and score_type == "label"
+    if auc_not_applicable:  # hard labels rank nothing: no AUC findings, the reason recorded
+        want_auc = False
+        perf_names = [p for p in perf_names if p != "AUC"]
+        warnings.append(f"AUC {LABEL_AUC_REASON}")
+    return _Plan(attrs, warnings, levels, perf_names, want_auc, auc_not_applicable, has_scores)
+
+
+def _check_cells(table: GroupTable, attrs: list[str], cfg: GroupMetricsConfig) -> None:
+    cells = table.members.shape[0]
+    if cells > cfg.max_intersection_cells:
+        raise DataContractError(
+            f"the intersection of {attrs} has {cells} non-empty cells, more than "
+            f"methods.group_metrics.max_intersection_cells={cfg.max_intersection_cells}; "
+            "drop an attribute, merge small groups or raise the limit"
+        )
+
+
+def _suite_result(
+    plan: _Plan,
+    inputs: SuiteInputs,
+    encodings: list[Encoding],
+    bins: int | None,
+    threshold: float | None,
+    prediction_mode: str,
+    start: float,
+) -> MethodResult:
+    """The suite's result over its encodings (rows or streamed counts)."""
+    cfg, levels, perf_names, warnings = inputs.cfg, plan.levels, plan.perf_names, plan.warnings
+    compat, level, has_scores = cfg.lift_compat, cfg.confidence_level, plan.has_scores
+    attrs, auc_not_applicable, binned = plan.attrs, plan.auc_not_applicable, inputs.auc.binned
     ref_unknown = [k for k in cfg.reference if k not in {e.name for e in encodings}]
     if ref_unknown:
         raise DataContractError(
@@ -166,7 +276,6 @@ def run_group_metrics(
         )
 
     findings: list[Finding] = []
-    inputs = SuiteInputs(dataset, cfg, table, levels, perf_names, auc, customs)
     by_encoding: dict[str, EncodingMetrics] = {}
     for enc in encodings:
         by_encoding[enc.name] = _audit_encoding(enc, inputs, findings, warnings)
@@ -201,14 +310,14 @@ def run_group_metrics(
             "gei_alpha": cfg.gei_alpha,
             "atkinson_epsilon": cfg.atkinson_epsilon,
             "confidence_level": level,
-            "threshold": dataset.threshold,
-            "prediction": dataset.prediction_mode if has_scores else None,
+            "threshold": threshold,
+            "prediction": prediction_mode if has_scores else None,
         },
         findings=findings,
         details=GroupMetricsDetails(
             lift_compat=compat,
-            prediction=dataset.prediction_mode if has_scores else None,
-            threshold=dataset.threshold,
+            prediction=prediction_mode if has_scores else None,
+            threshold=threshold,
             levels=tuple(levels),
             auc=auc_setup,
             encodings=by_encoding,

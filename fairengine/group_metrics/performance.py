@@ -67,11 +67,12 @@ def load_custom_metric(target: str) -> Callable[..., float]:
 
 @dataclass(frozen=True)
 class SuiteInputs:
-    """What every encoding of one run of the suite is audited with: the dataset, the settings,
+    """What every encoding of one run of the suite is audited with: the dataset (None from
+    streamed count tables: then no step may need rows), the settings,
     the group table, the levels audited, the performance metrics asked for, the AUC plan and the
     custom metrics (loaded)."""
 
-    dataset: AuditDataset
+    dataset: AuditDataset | None  # None for a streamed audit (count tables only)
     cfg: GroupMetricsConfig
     table: GroupTable
     levels: list[str]
@@ -116,6 +117,7 @@ def encoding_performance(
         for i, entry in enumerate(_auc_outputs(gauc, enc, cfg, findings, warnings)):
             per_group[i]["AUC"] = entry
     for name, fn in customs.items():
+        assert dataset is not None  # custom metrics are refused without rows
         custom_vals = np.empty(len(m.categories))
         for i in range(len(m.categories)):
             in_group = enc.codes == i
@@ -136,20 +138,20 @@ def encoding_performance(
 
 def _auc(
     enc: Encoding,
-    dataset: AuditDataset,
+    dataset: AuditDataset | None,
     table: GroupTable,
     cfg: GroupMetricsConfig,
     plan: AucPlan,
 ) -> GroupAUC:
     m = enc.moments
     compat = cfg.lift_compat
-    if compat and dataset.threshold is not None:
+    if compat and table.hard:  # hard predictions (the AUC is only computed with scores)
         return group_auc(hard_prediction_blocks(m), lift_compat=True)
     if plan.binned:
         hw, hw2 = table.histogram(enc.name if enc.kind == "attribute" else None)
         return group_auc(binned_score_blocks(hw, hw2, m.n), lift_compat=compat)
     # the row codes were computed for this case (need_rows in run_group_metrics)
-    assert enc.codes is not None
+    assert enc.codes is not None and dataset is not None
     blocks = exact_score_blocks(
         enc.codes,
         len(m.categories),

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -74,6 +76,9 @@ from fairengine.group_parity.result import (
 )
 from fairengine.rate_gap import RateGaps
 from fairengine.results import Finding, Interval, MethodResult, gap_question
+
+if TYPE_CHECKING:
+    from fairengine.streaming.tables import StreamedCounts
 
 METHOD = "group_parity"
 TITLE = "Demographic parity and equalized odds"
@@ -183,6 +188,67 @@ def group_parity(
     them for multiplicity).
     """
     start = time.perf_counter()
+    _check_settings(tolerance, confidence_level, exact, exact_max_rows)
+    attrs = list(dataset.roles.protected) if attributes is None else list(attributes)
+    unknown = [a for a in attrs if a not in dataset.groups]
+    if unknown:
+        raise DataContractError(
+            f"group_parity attributes {unknown} are not protected attributes of the dataset "
+            f"({list(dataset.groups)})"
+        )
+    return _parity_result(
+        lambda attr: moments_for(dataset, attr),
+        attrs,
+        threshold=dataset.threshold,
+        weighted=dataset.weights is not None,
+        prediction_mode=dataset.prediction_mode,
+        tolerance=tolerance,
+        confidence_level=confidence_level,
+        exact=exact,
+        exact_max_rows=exact_max_rows,
+        start=start,
+    )
+
+
+def group_parity_from_counts(
+    counts: StreamedCounts,
+    *,
+    tolerance: float = 0.05,
+    confidence_level: float = 0.95,
+    attributes: list[str] | None = None,
+    exact: str = "auto",
+    exact_max_rows: int = EXACT_MAX_ROWS,
+) -> MethodResult:
+    """:func:`group_parity` from the count tables of a streamed audit
+    (:class:`fairengine.streaming.StreamedCounts`) instead of rows: the same findings, since
+    everything here is a function of each attribute's :class:`GroupLabelMoments`."""
+    start = time.perf_counter()
+    _check_settings(tolerance, confidence_level, exact, exact_max_rows)
+    counts.require_scores("group parity")
+    attrs = list(counts.roles.protected) if attributes is None else list(attributes)
+    unknown = [a for a in attrs if a not in counts.categories]
+    if unknown:
+        raise DataContractError(
+            f"group_parity attributes {unknown} are not protected attributes of the dataset "
+            f"({list(counts.categories)})"
+        )
+    return _parity_result(
+        counts.moments,
+        attrs,
+        threshold=counts.threshold,
+        weighted=counts.weighted,
+        prediction_mode=counts.prediction_mode,
+        tolerance=tolerance,
+        confidence_level=confidence_level,
+        exact=exact,
+        exact_max_rows=exact_max_rows,
+        start=start,
+    )
+
+
+def _check_settings(
+    tolerance: float, confidence_level: float, exact: str, exact_max_rows: int
+) -> None:
     if not tolerance >= 0 or not np.isfinite(tolerance):
         raise DataContractError(
             f"group_parity tolerance must be a finite number >= 0, got {tolerance!r}"
@@ -201,25 +267,34 @@ def group_parity(
         raise DataContractError(
             f"group_parity exact_max_rows must be a whole number >= 1, got {exact_max_rows!r}"
         )
-    attrs = list(dataset.roles.protected) if attributes is None else list(attributes)
-    unknown = [a for a in attrs if a not in dataset.groups]
-    if unknown:
-        raise DataContractError(
-            f"group_parity attributes {unknown} are not protected attributes of the dataset "
-            f"({list(dataset.groups)})"
-        )
+
+
+def _parity_result(
+    moments_of: Callable[[str], GroupLabelMoments],
+    attrs: list[str],
+    *,
+    threshold: float | None,
+    weighted: bool,
+    prediction_mode: str,
+    tolerance: float,
+    confidence_level: float,
+    exact: str,
+    exact_max_rows: int,
+    start: float,
+) -> MethodResult:
+    """The method's result from each attribute's moment table (rows or streamed counts)."""
     findings: list[Finding] = []
     warnings: list[str] = []
     by_attribute: dict[str, AttributeParity] = {}
-    if exact == "always" and not (dataset.threshold is not None and dataset.weights is None):
-        why = "it has sample weights" if dataset.threshold is not None else "it has no threshold"
+    if exact == "always" and not (threshold is not None and not weighted):
+        why = "it has sample weights" if threshold is not None else "it has no threshold"
         warnings.append(
             "group_parity exact is 'always', but the exact test needs unweighted hard "
             f"predictions and this audit does not ({why}): every pair's p-value comes from "
             "the interval inversion"
         )
     for attr in attrs:
-        mom = moments_for(dataset, attr)
+        mom = moments_of(attr)
         rates = group_rates(mom, confidence_level)
         cats = mom.categories
         cache: dict[tuple[int, int, int, int], float] = {}
@@ -302,13 +377,13 @@ def group_parity(
             "attributes": attrs,
             "exact": exact,
             "exact_max_rows": exact_max_rows,
-            "threshold": dataset.threshold,
-            "prediction": dataset.prediction_mode,
+            "threshold": threshold,
+            "prediction": prediction_mode,
         },
         findings=findings,
         details=GroupParityDetails(
-            prediction=dataset.prediction_mode,
-            threshold=dataset.threshold,
+            prediction=prediction_mode,
+            threshold=threshold,
             tolerance=float(tolerance),
             exact=ExactSettings(
                 mode=exact, max_rows=int(exact_max_rows), max_cells=EXACT_MAX_CELLS

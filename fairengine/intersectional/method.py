@@ -30,7 +30,7 @@ import dataclasses
 import itertools
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -71,6 +71,9 @@ from fairengine.intersectional.result import (
     SmoothedEstimate,
 )
 from fairengine.results import Finding, Interval, MethodResult, ResamplingPart
+
+if TYPE_CHECKING:
+    from fairengine.streaming.tables import StreamedCounts
 
 METHOD = "intersectional"
 TITLE = "Intersectional differential fairness (ε over all intersections)"
@@ -198,7 +201,11 @@ class AuditSetup:
 
 def audit_setup(dataset: AuditDataset, cfg: IntersectionalConfig) -> AuditSetup:
     """The :class:`AuditSetup` of ``dataset`` under ``cfg`` (deterministic)."""
-    table = intersection_table(dataset, cfg)
+    return setup_from_table(intersection_table(dataset, cfg), cfg)
+
+
+def setup_from_table(table: IntersectionTable, cfg: IntersectionalConfig) -> AuditSetup:
+    """The :class:`AuditSetup` of a counted ``table`` under ``cfg`` (deterministic)."""
     warnings: list[str] = []
     metrics = [m for m in cfg.metrics if m in DATA_METRICS or table.has_predictions]
     skipped = [m for m in cfg.metrics if m not in metrics]
@@ -252,7 +259,37 @@ def run_intersectional(
     """
     start = time.perf_counter()
     cfg = IntersectionalConfig() if config is None else config
-    setup = audit_setup(dataset, cfg)
+    return _intersectional_result(audit_setup(dataset, cfg), cfg, seed, dataset.threshold, start)
+
+
+def run_intersectional_from_counts(
+    counts: StreamedCounts, config: IntersectionalConfig | None = None, *, seed: int = 0
+) -> MethodResult:
+    """:func:`run_intersectional` from the count tables of a streamed audit
+    (:class:`fairengine.streaming.StreamedCounts`): the same findings, since every estimator
+    reads only the :class:`IntersectionTable`. Binned attributes (``bins``) need rows and are
+    refused; bin them into a column of the data first."""
+    start = time.perf_counter()
+    cfg = IntersectionalConfig() if config is None else config
+    if cfg.bins:
+        raise DataContractError(
+            f"methods.intersectional.bins {sorted(cfg.bins)} need rows; a streamed audit counts "
+            "protected attributes only: write the binned column into the data"
+        )
+    table = counts.intersection_table(
+        cfg.attributes, max_levels=cfg.max_levels, max_intersections=cfg.max_intersections
+    )
+    return _intersectional_result(setup_from_table(table, cfg), cfg, seed, counts.threshold, start)
+
+
+def _intersectional_result(
+    setup: AuditSetup,
+    cfg: IntersectionalConfig,
+    seed: int,
+    threshold: float | None,
+    start: float,
+) -> MethodResult:
+    """The method's result from its setup (rows or streamed counts)."""
     table, metrics, groupings = setup.table, setup.metrics, setup.groupings
     tables, common, smooth = setup.tables, setup.common, setup.smooth
     attrs = list(table.attributes)
@@ -440,7 +477,7 @@ def run_intersectional(
         n_intersections=int(table.n_intersections),
         n_rows=round(table.n_rows),
         prediction=table.prediction,
-        threshold=dataset.threshold,
+        threshold=threshold,
         weighted=bool(table.weighted),
         outcomes=cfg.outcomes,
         convention=CONVENTION_NAMES[cfg.outcomes],

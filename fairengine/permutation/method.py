@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,11 @@ from fairengine.permutation.result import (
     PermutationTestRecord,
     SkippedTest,
 )
-from fairengine.permutation.two_group import PermutationTestResult, permutation_test
+from fairengine.permutation.two_group import (
+    PermutationTestResult,
+    permutation_test,
+    permutation_test_from_counts,
+)
 from fairengine.results import (
     Finding,
     Interval,
@@ -52,6 +56,9 @@ from fairengine.results import (
     gap_question,
 )
 from fairengine.scores import LABEL_AUC_REASON
+
+if TYPE_CHECKING:
+    from fairengine.streaming.tables import StreamedCounts
 
 METHOD = "permutation_tests"
 TITLE = "Permutation tests of metric differences (studentized)"
@@ -100,22 +107,33 @@ class PlannedTest:
 
 
 def _attributes(dataset: AuditDataset, config: PermutationConfig) -> list[str]:
-    attrs = list(dataset.groups) if config.attributes is None else list(config.attributes)
-    unknown = [a for a in attrs if a not in dataset.groups]
+    return _tested_attributes(list(dataset.groups), config)
+
+
+def _tested_attributes(protected: list[str], config: PermutationConfig) -> list[str]:
+    attrs = list(protected) if config.attributes is None else list(config.attributes)
+    unknown = [a for a in attrs if a not in protected]
     if unknown:
         raise ConfigError(
             f"{WHERE}.attributes {unknown} are not protected attributes of the dataset "
-            f"({list(dataset.groups)})"
+            f"({list(protected)})"
         )
     return attrs
 
 
 def planned_tests(dataset: AuditDataset, config: PermutationConfig) -> list[PlannedTest]:
     """Every test of the method in order (attribute, metric, pair), with its stream index."""
+    attrs = _attributes(dataset, config)
+    return _planned({a: dataset.groups[a].categories for a in attrs}, config)
+
+
+def _planned(
+    categories: dict[str, tuple[str, ...]], config: PermutationConfig
+) -> list[PlannedTest]:
+    """The tests of :func:`planned_tests` over the tested attributes' ``categories``."""
     customs = {n: load_custom_metric(n, t) for n, t in config.custom_metrics.items()}
     out: list[PlannedTest] = []
-    for attr in _attributes(dataset, config):
-        cats = dataset.groups[attr].categories
+    for attr, cats in categories.items():
         for metric_name in config.metrics:
             metric_key = ALIASES.get(metric_name, metric_name)
             metric: Any = customs.get(metric_name, metric_key)
@@ -426,27 +444,150 @@ def run_permutation_tests(
     too_many = permutation_bound_problem(config, levels)
     if too_many:
         raise ConfigError(too_many)
+    plan = planned_tests(dataset, config)
+    return _tests_result(
+        plan,
+        config,
+        seed,
+        attrs=attrs,
+        levels=levels,
+        skip_reason=lambda test: _skip_reason(dataset, test),
+        run_test=lambda test, n, rng: _run_test(dataset, config, test, n, rng),
+        joint=lambda findings: _joint_evidence(
+            dataset, config, findings, {t.key: t for t in plan}, seed
+        ),
+        prediction_mode=dataset.prediction_mode,
+        threshold=dataset.threshold,
+        backend=backend,
+        device=device,
+        start=start,
+    )
+
+
+#: Why a test needs rows on a streamed audit (count tables only).
+NEEDS_ROWS = (
+    "needs rows: a streamed audit tests only proportion metrics of unweighted thresholded "
+    "predictions from its cell counts"
+)
+
+
+def run_permutation_tests_from_counts(
+    counts: StreamedCounts, config: PermutationConfig, *, seed: int = 0
+) -> MethodResult:
+    """:func:`run_permutation_tests` from the count tables of a streamed audit
+    (:class:`fairengine.streaming.StreamedCounts`) instead of rows.
+
+    A test of a proportion metric (positive rate, TPR, FNR, FPR, TNR, precision, accuracy) on
+    unweighted thresholded predictions depends on the rows only through both groups' (y, ŷ)
+    cell counts and draws its permutations from them (:func:`permutation_test_from_counts`):
+    it is the same test, with the same draws from the same seed, as on rows. Every other test
+    (AUC, calibration, custom metrics, expected counts, weights) needs rows: it is skipped,
+    with the reason in the warnings and the details (run it on the stream's sample, whose
+    findings must say so). The joint maxT block permutes rows and is not attached.
+    """
+    start = time.perf_counter()
+    if not config.enabled:
+        return MethodResult(
+            method=METHOD, title=TITLE, status="not_run", reason="disabled in the configuration"
+        )
+    counts.require_scores("permutation tests")
+    backend, device = resolve_backend(config)
+    attrs = _tested_attributes(list(counts.categories), config)
+    levels = {a: len(counts.categories[a]) for a in attrs}
+    too_many = permutation_bound_problem(config, levels)
+    if too_many:
+        raise ConfigError(too_many)
+    plan = _planned({a: counts.categories[a] for a in attrs}, config)
+    from_cells = counts.threshold is not None and not counts.weighted
+
+    def skip_reason(test: PlannedTest) -> str | None:
+        metric = RATIO_METRICS.get(test.metric_key) if isinstance(test.metric, str) else None
+        if metric is None or metric.uses_probability or not from_cells:
+            return f"{test.key}: skipped, {NEEDS_ROWS}"
+        return None
+
+    def run_test(test: PlannedTest, n: int, rng: np.random.Generator) -> PermutationTestResult:
+        counts_a, counts_b = counts.cell_counts(test.attribute, test.a, test.b)
+        return permutation_test_from_counts(
+            counts_a,
+            counts_b,
+            metric=test.metric_key,
+            n_permutations=int(n),
+            alternative=config.alternative,
+            studentize=config.studentize,
+            scheme=config.scheme,
+            confidence_level=config.confidence_level,
+            n_bootstrap=int(config.n_bootstrap),
+            min_group_size=int(config.min_group_size),
+            seed=rng,
+            group_names=(f"{test.attribute}={test.group_a}", f"{test.attribute}={test.group_b}"),
+        )
+
+    def joint(findings: list[Finding]) -> list[Finding]:
+        if config.joint and config.studentize == "per_permutation":
+            warnings_extra.append(
+                "the joint maxT permutation block permutes rows; a streamed audit does not "
+                "attach it (the tests' own p-values are unchanged)"
+            )
+        return findings
+
+    warnings_extra: list[str] = []
+    result = _tests_result(
+        plan,
+        config,
+        seed,
+        attrs=attrs,
+        levels=levels,
+        skip_reason=skip_reason,
+        run_test=run_test,
+        joint=joint,
+        prediction_mode=counts.prediction_mode,
+        threshold=counts.threshold,
+        backend=backend,
+        device=device,
+        start=start,
+    )
+    if warnings_extra:
+        result = dataclasses.replace(result, warnings=[*result.warnings, *warnings_extra])
+    return result
+
+
+def _tests_result(
+    plan: list[PlannedTest],
+    config: PermutationConfig,
+    seed: int,
+    *,
+    attrs: list[str],
+    levels: dict[str, int],
+    skip_reason: Callable[[PlannedTest], str | None],
+    run_test: Callable[[PlannedTest, int, np.random.Generator], PermutationTestResult],
+    joint: Callable[[list[Finding]], list[Finding]],
+    prediction_mode: str,
+    threshold: float | None,
+    backend: str,
+    device: str,
+    start: float,
+) -> MethodResult:
+    """Run ``plan`` (test i on ``SeedSequence(seed, spawn_key=(i,))``) and build the result;
+    ``run_test`` runs one test on rows or on cell counts."""
     n_tests = planned_permutation_tests(config, levels)
     findings: list[Finding] = []
     warnings: list[str] = []
     run: list[tuple[PlannedTest, PermutationTestResult]] = []
     skipped: list[SkippedTest] = []
-    plan = planned_tests(dataset, config)
     for test in plan:
         progress.report(METHOD, "tests", test.index, n_tests)
         key = test.key
         attr, human = test.attribute, _LABELS.get(test.metric_key, test.metric_name)
         ga, gb = test.group_a, test.group_b
-        reason = _skip_reason(dataset, test)
+        reason = skip_reason(test)
         if reason is not None:
             warnings.append(reason)
             skipped.append(_skipped(test, reason))
             continue
         ss = np.random.SeedSequence(seed, spawn_key=(test.index,))
         try:
-            res = _run_test(
-                dataset, config, test, int(config.n_permutations), np.random.default_rng(ss)
-            )
+            res = run_test(test, int(config.n_permutations), np.random.default_rng(ss))
         except DataContractError as exc:
             msg = f"{key}: not tested: {exc}"
             warnings.append(msg)
@@ -493,7 +634,7 @@ def run_permutation_tests(
                 "metric conditions on) and were counted as extreme (conservative)"
             )
         run.append((test, res))
-    findings = _joint_evidence(dataset, config, findings, {t.key: t for t in plan}, seed)
+    findings = joint(findings)
     raw = [float(res.pvalue) for _, res in run]
     adjusted = adjust_pvalues(raw, config.family_multiplicity) if raw else np.array([])
     tests = tuple(
@@ -501,8 +642,8 @@ def run_permutation_tests(
         for (test, res), p in zip(run, adjusted, strict=True)
     )
     details = PermutationDetails(
-        prediction=dataset.prediction_mode,
-        threshold=dataset.threshold,
+        prediction=prediction_mode,
+        threshold=threshold,
         studentize=config.studentize,
         scheme=config.scheme,
         alternative=config.alternative,
@@ -538,8 +679,8 @@ def run_permutation_tests(
             "device": device,
             "device_requested": config.device,
             "seed": seed,
-            "prediction": dataset.prediction_mode,
-            "threshold": dataset.threshold,
+            "prediction": prediction_mode,
+            "threshold": threshold,
         },
         findings=findings,
         details=details,

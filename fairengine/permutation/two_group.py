@@ -405,6 +405,64 @@ def permutation_test(
     return _run(kind, settings, rng, (n_a, n_b))
 
 
+def permutation_test_from_counts(
+    counts_a: np.ndarray,
+    counts_b: np.ndarray,
+    *,
+    metric: str = "fnr",
+    n_permutations: int = 1999,
+    alternative: str = "two-sided",
+    studentize: str = "per_permutation",
+    scheme: str = "all_rows",
+    confidence_level: float = 0.95,
+    n_bootstrap: int = 50,
+    min_group_size: int = 2,
+    seed: int | np.random.Generator | None = 0,
+    group_names: tuple[str, str] = ("A", "B"),
+) -> PermutationTestResult:
+    """:func:`permutation_test` of a proportion metric on unweighted 0/1 predictions, from both
+    groups' (TN, FP, FN, TP) row counts instead of rows (the ``cells`` path: the statistic
+    depends on the rows only through these counts, and a permutation is a hypergeometric draw
+    of group A's counts). With the same counts and seed it returns exactly what
+    :func:`permutation_test` returns on the rows.
+    """
+    ca = np.asarray(counts_a)
+    cb = np.asarray(counts_b)
+    for name, c in (("counts_a", ca), ("counts_b", cb)):
+        if c.shape != (4,) or np.any(c < 0) or np.any(c != np.round(c)):
+            raise DataContractError(
+                f"{name} must be four non-negative whole-number counts (TN, FP, FN, TP)"
+            )
+    ca, cb = ca.astype(np.int64), cb.astype(np.int64)
+    _check_options(
+        n_permutations, alternative, studentize, scheme, confidence_level, n_bootstrap, "numpy"
+    )
+    rm = RATIO_METRICS.get(canonical_metric(str(metric)))
+    if rm is None or rm.uses_probability:
+        raise DataContractError(
+            f"metric {metric!r} is not a proportion of (y, ŷ) cells; it needs rows"
+        )
+    n_a, n_b = int(ca.sum()), int(cb.sum())
+    for group, size in zip(group_names, (n_a, n_b), strict=True):
+        if size < min_group_size:
+            raise DataContractError(
+                f"group {group!r} has {size} row(s); the permutation test needs at least "
+                f"{min_group_size} per group"
+            )
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    settings = _Settings(
+        n_permutations=int(n_permutations),
+        alternative=alternative,
+        studentize=studentize,
+        scheme=scheme,
+        confidence_level=confidence_level,
+        n_bootstrap=int(n_bootstrap),
+        group_names=group_names,
+    )
+    kind = _CellCounts.from_counts(ca, cb, rm, settings)
+    return _run(kind, settings, rng, (n_a, n_b))
+
+
 def _statistic_kind(
     metric: str | CustomMetric,
     y: np.ndarray,
@@ -645,8 +703,15 @@ class _CellCounts(_StatisticKind):
     def build(
         cls, y: np.ndarray, p: np.ndarray, g: np.ndarray, rm: RatioMetric, st: _Settings
     ) -> _CellCounts:
-        values = cell_values(rm)
         counts_a, counts_b = binary_cell_counts(g, y, p)
+        return cls.from_counts(counts_a, counts_b, rm, st)
+
+    @classmethod
+    def from_counts(
+        cls, counts_a: np.ndarray, counts_b: np.ndarray, rm: RatioMetric, st: _Settings
+    ) -> _CellCounts:
+        """The path from both groups' (TN, FP, FN, TP) row counts (what :meth:`build` counts)."""
+        values = cell_values(rm)
         # strata: all rows, or y=0 (cells TN, FP) and y=1 (cells FN, TP)
         strata = [[0, 1, 2, 3]] if st.scheme == "all_rows" else [[0, 1], [2, 3]]
         v, pooled, k_a = _merged_cells(values, counts_a + counts_b, counts_a, strata)
