@@ -40,9 +40,11 @@ class CheckedBatch:
     weights: np.ndarray | None
 
 
-def _array(batch: pa.RecordBatch, name: str) -> pa.Array:
+def _array(batch: pa.RecordBatch, name: str, *, decode: bool = True) -> pa.Array:
+    """Column ``name`` of the batch; a dictionary-encoded one decoded unless ``decode`` is
+    False."""
     col = batch.column(batch.schema.get_field_index(name))
-    if pa.types.is_dictionary(col.type):
+    if decode and pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
     return col
 
@@ -71,7 +73,8 @@ def check_label(
 
 
 def check_protected(where: str, col: pa.Array, name: str) -> pa.Array:
-    """The attribute's values (no nulls; a float attribute must hold whole numbers)."""
+    """The attribute's values (no nulls; a float attribute must hold whole numbers), possibly
+    dictionary-encoded."""
     _nulls(where, col, name, "protected attribute")
     if pa.types.is_floating(col.type):
         x = col.to_numpy(zero_copy_only=False)

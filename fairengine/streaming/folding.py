@@ -1,8 +1,9 @@
 """Folding record batches into the count grid of :mod:`fairengine.streaming.tables`.
 
 **Group categories across batches.** Each protected attribute's values get a *discovery code*
-the first time a batch shows them (batches are dictionary-encoded with
-``pyarrow.compute.dictionary_encode``; only a batch's distinct values are looked up). The grid is
+the first time a batch shows them (batches are dictionary-encoded, by the Parquet reader or
+``pyarrow.compute.dictionary_encode``; only a batch's distinct values that occur in its rows
+are looked up). The grid is
 accumulated over discovery codes and grows when a new value appears. At the end the distinct
 values are sorted with ``pandas.factorize(sort=True)`` — the function
 :meth:`fairengine.dataset.AuditDataset.from_frame` applies to the whole column — and the grid's
@@ -26,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fairengine.counts import label_cell_sums
+from fairengine.counts import index_dtype, label_cell_sums
 from fairengine.dataset import _plain
 from fairengine.errors import DataContractError
 from fairengine.streaming.contract import CheckedBatch
@@ -71,18 +72,23 @@ class CountFolder:
 
     def _codes(self, attribute: str, values: pa.Array) -> np.ndarray:
         """Discovery codes of one batch's values (new values appended to the lookup)."""
-        enc = pc.dictionary_encode(values)
+        enc = values if pa.types.is_dictionary(values.type) else pc.dictionary_encode(values)
         lookup = self._lookup[attribute]
         local = enc.dictionary
         keys = local.to_pylist()
-        new = [i for i, k in enumerate(keys) if k not in lookup]
-        for i in new:
-            lookup[keys[i]] = len(lookup)
-        if new:
-            self._values[attribute].append(local.take(pa.array(new, pa.int64())))
-        mapping = np.fromiter((lookup[k] for k in keys), dtype=np.int64, count=len(keys))
         idx = enc.indices.to_numpy(zero_copy_only=False)
-        return mapping[idx]
+        unknown = [i for i, k in enumerate(keys) if k not in lookup]
+        if unknown:
+            # a file's dictionary may hold values no row of this batch has: only used ones count
+            used = np.bincount(idx, minlength=len(keys)) > 0
+            new = [i for i in unknown if used[i]]
+            for i in new:
+                lookup[keys[i]] = len(lookup)
+            if new:
+                self._values[attribute].append(local.take(pa.array(new, pa.int64())))
+        dtype = index_dtype(max(len(lookup) - 1, 0))
+        mapping = np.fromiter((lookup.get(k, 0) for k in keys), dtype=dtype, count=len(keys))
+        return np.take(mapping, idx)
 
     def _grow(self) -> None:
         """Pad the grid (and histogram) with zeros to the current numbers of groups."""

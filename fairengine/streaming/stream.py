@@ -73,7 +73,9 @@ def stream_counts(
     src = (
         source
         if isinstance(source, StreamSource)
-        else StreamSource(source, format=format, batch_rows=batch_rows)
+        else StreamSource(
+            source, format=format, batch_rows=batch_rows, dictionary_columns=roles.protected
+        )
     )
     st = check_score_type(score_type)
     t = effective_threshold(st, threshold)
@@ -110,7 +112,9 @@ def stream_counts(
         label, label_values = check_label(
             where, _array(data, roles.label), roles.label, positive_label
         )
-        groups = {a: check_protected(where, _array(data, a), a) for a in roles.protected}
+        groups = {
+            a: check_protected(where, _array(data, a, decode=False), a) for a in roles.protected
+        }
         probability = None
         if roles.score is not None:
             probability = check_scores(where, _array(data, roles.score), roles.score, st)
