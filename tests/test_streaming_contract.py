@@ -1,6 +1,6 @@
 """Bad input at scale names the file (issue 21): a file missing a column, a file with a column
 of another type, a null protected value in one partition, a label or score out of contract;
-and the stratified sample's strata sizes."""
+CSV globs and model scores per batch."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import pytest
 from fairengine.errors import DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.streaming import stream_counts
-from fairengine.streaming.sample import WEIGHT_COLUMN
 
 ROLES = ColumnRoles(label="y", protected=("race", "sex"), score="score")
 
@@ -126,30 +125,3 @@ def test_model_scores_per_batch(tmp_path: Path) -> None:
     counts = stream_counts(tmp_path, roles, model=predict_proba, threshold=0.5, batch_rows=1000)
     positives = (1 / (1 + np.exp(-df["x"])) >= 0.5).sum()
     assert counts.has_scores and counts.grid["wp"].sum() == positives
-
-
-def test_sample_strata_sizes(tmp_path: Path) -> None:
-    """Each (race × sex × label) stratum keeps min(n_s, L) rows, L the largest equal share
-    that fits sample_rows; the design weights add up to the row count."""
-    df = frame(50_000)
-    write(tmp_path, [df.iloc[lo : lo + 7_000] for lo in range(0, 50_000, 7_000)])
-    counts = stream_counts(
-        tmp_path, ROLES, threshold=0.5, batch_rows=3_000, sample_rows=6_000, seed=4
-    )
-    sample = counts.sample
-    truth = df.groupby(["race", "sex", "y"]).size()
-    strata = sample.strata.set_index(["race", "sex", "label"])
-    assert len(strata) == len(truth) == 12
-    assert strata["rows"].tolist() == truth.tolist()
-    level = sample.level
-    assert (strata["sampled"] == np.minimum(strata["rows"], level)).all()
-    assert strata["sampled"].sum() <= 6_000 < strata["sampled"].sum() + len(strata)
-    assert sample.n_rows == strata["sampled"].sum()
-    assert sample.frame[WEIGHT_COLUMN].sum() == pytest.approx(50_000)
-    got = sample.frame.groupby(["race", "sex", "y"]).size()
-    assert got.tolist() == strata["sampled"].tolist()
-    again = stream_counts(
-        tmp_path, ROLES, threshold=0.5, batch_rows=3_000, sample_rows=6_000, seed=4
-    )
-    pd.testing.assert_frame_equal(again.sample.frame, sample.frame)
-    assert "from a stratified sample of" in sample.describe()

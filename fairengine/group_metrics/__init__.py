@@ -14,7 +14,11 @@ from fairengine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from fairengine.group_metrics.config import GroupMetricsConfig
-    from fairengine.group_metrics.method import METHOD, run_group_metrics
+    from fairengine.group_metrics.method import (
+        METHOD,
+        run_group_metrics,
+        run_group_metrics_from_counts,
+    )
     from fairengine.group_metrics.result import GroupMetricsDetails
 
 __getattr__, __dir__ = lazy_exports(
@@ -23,8 +27,15 @@ __getattr__, __dir__ = lazy_exports(
         "GroupMetricsConfig": "config",
         "METHOD": "method",
         "run_group_metrics": "method",
+        "run_group_metrics_from_counts": "method",
         "GroupMetricsDetails": "result",
     },
 )
 
-__all__ = ["METHOD", "GroupMetricsConfig", "GroupMetricsDetails", "run_group_metrics"]
+__all__ = [
+    "METHOD",
+    "GroupMetricsConfig",
+    "GroupMetricsDetails",
+    "run_group_metrics",
+    "run_group_metrics_from_counts",
+]

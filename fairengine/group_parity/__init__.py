@@ -14,7 +14,12 @@ from fairengine.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from fairengine.group_parity.config import GROUP_PARITY_EXACT, GroupParityConfig
-    from fairengine.group_parity.method import METHOD, group_parity, metric_token
+    from fairengine.group_parity.method import (
+        METHOD,
+        group_parity,
+        group_parity_from_counts,
+        metric_token,
+    )
     from fairengine.group_parity.rates import RATES, group_rates, pair_numbers
     from fairengine.group_parity.result import GroupParityDetails
 
@@ -25,6 +30,7 @@ __getattr__, __dir__ = lazy_exports(
         "GroupParityConfig": "config",
         "METHOD": "method",
         "group_parity": "method",
+        "group_parity_from_counts": "method",
         "metric_token": "method",
         "RATES": "rates",
         "group_rates": "rates",
@@ -40,6 +46,7 @@ __all__ = [
     "GroupParityConfig",
     "GroupParityDetails",
     "group_parity",
+    "group_parity_from_counts",
     "group_rates",
     "metric_token",
     "pair_numbers",

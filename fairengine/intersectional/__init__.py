@@ -37,7 +37,11 @@ if TYPE_CHECKING:
         posterior_epsilon,
         posterior_epsilons,
     )
-    from fairengine.intersectional.method import intersection_table, run_intersectional
+    from fairengine.intersectional.method import (
+        intersection_table,
+        run_intersectional,
+        run_intersectional_from_counts,
+    )
     from fairengine.intersectional.metrics import (
         DATA_METRICS,
         METRICS,
@@ -70,6 +74,7 @@ __getattr__, __dir__ = lazy_exports(
         "posterior_epsilons": "estimators",
         "intersection_table": "method",
         "run_intersectional": "method",
+        "run_intersectional_from_counts": "method",
         "DATA_METRICS": "metrics",
         "METRICS": "metrics",
         "MODEL_METRICS": "metrics",
@@ -108,6 +113,7 @@ __all__ = [
     "posterior_epsilons",
     "rate_counts",
     "run_intersectional",
+    "run_intersectional_from_counts",
     "smoothed_rates",
     "support_status",
     "table_from_arrays",

@@ -472,7 +472,11 @@ NEEDS_ROWS = (
 
 
 def run_permutation_tests_from_counts(
-    counts: StreamedCounts, config: PermutationConfig, *, seed: int = 0
+    counts: StreamedCounts,
+    config: PermutationConfig,
+    *,
+    seed: int = 0,
+    sample: AuditDataset | None = None,
 ) -> MethodResult:
     """:func:`run_permutation_tests` from the count tables of a streamed audit
     (:class:`fairengine.streaming.StreamedCounts`) instead of rows.
@@ -481,9 +485,12 @@ def run_permutation_tests_from_counts(
     unweighted thresholded predictions depends on the rows only through both groups' (y, ŷ)
     cell counts and draws its permutations from them (:func:`permutation_test_from_counts`):
     it is the same test, with the same draws from the same seed, as on rows. Every other test
-    (AUC, calibration, custom metrics, expected counts, weights) needs rows: it is skipped,
-    with the reason in the warnings and the details (run it on the stream's sample, whose
-    findings must say so). The joint maxT block permutes rows and is not attached.
+    (AUC, calibration, custom metrics, expected counts, weights) needs rows: without
+    ``sample`` it is skipped, with the reason in the warnings and the details; with ``sample``
+    (an :class:`AuditDataset` of the stream's stratified sample,
+    :attr:`fairengine.streaming.StreamedCounts.sample`) it runs on the sample's rows, and its
+    finding's label and reading say that it comes from a sample of N rows, not from all rows
+    (as does a warning listing them). The joint maxT block permutes rows and is not attached.
     """
     start = time.perf_counter()
     if not config.enabled:
@@ -500,13 +507,20 @@ def run_permutation_tests_from_counts(
     plan = _planned({a: counts.categories[a] for a in attrs}, config)
     from_cells = counts.threshold is not None and not counts.weighted
 
-    def skip_reason(test: PlannedTest) -> str | None:
+    def needs_rows(test: PlannedTest) -> bool:
         metric = RATIO_METRICS.get(test.metric_key) if isinstance(test.metric, str) else None
-        if metric is None or metric.uses_probability or not from_cells:
+        return metric is None or metric.uses_probability or not from_cells
+
+    def skip_reason(test: PlannedTest) -> str | None:
+        if not needs_rows(test):
+            return None
+        if sample is None:
             return f"{test.key}: skipped, {NEEDS_ROWS}"
-        return None
+        return _skip_reason(sample, test)
 
     def run_test(test: PlannedTest, n: int, rng: np.random.Generator) -> PermutationTestResult:
+        if sample is not None and needs_rows(test):
+            return _run_test(sample, config, _on_sample(sample, test), n, rng)
         counts_a, counts_b = counts.cell_counts(test.attribute, test.a, test.b)
         return permutation_test_from_counts(
             counts_a,
@@ -532,6 +546,7 @@ def run_permutation_tests_from_counts(
         return findings
 
     warnings_extra: list[str] = []
+    _by_key = {t.key: t for t in plan}
     result = _tests_result(
         plan,
         config,
@@ -547,9 +562,38 @@ def run_permutation_tests_from_counts(
         device=device,
         start=start,
     )
+    if sample is not None:
+        sampled = [f.key for f in result.findings if needs_rows(_by_key[f.key])]
+        note = f"from a sample of {sample.n_rows:,} rows"
+        findings = [
+            dataclasses.replace(
+                f,
+                label=f"{f.label} ({note})",
+                reading=f"{f.reading} Computed {note} (the stream's stratified sample), not "
+                "from all rows.",
+            )
+            if f.key in sampled
+            else f
+            for f in result.findings
+        ]
+        if sampled:
+            warnings_extra.append(
+                f"{len(sampled)} permutation test(s) need rows and were computed {note}, not "
+                f"from all {counts.n_rows:,} rows: {', '.join(sampled[:5])}"
+                + (" …" if len(sampled) > 5 else "")
+            )
+        result = dataclasses.replace(result, findings=findings)
     if warnings_extra:
         result = dataclasses.replace(result, warnings=[*result.warnings, *warnings_extra])
     return result
+
+
+def _on_sample(sample: AuditDataset, test: PlannedTest) -> PlannedTest:
+    """``test`` with its group codes those of the sample's encoding (the sample may lack a
+    group: then the codes are -1 and the test finds no rows for it)."""
+    cats = sample.groups[test.attribute].categories
+    code = {c: i for i, c in enumerate(cats)}
+    return dataclasses.replace(test, a=code.get(test.group_a, -1), b=code.get(test.group_b, -1))
 
 
 def _tests_result(

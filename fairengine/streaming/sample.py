@@ -122,7 +122,7 @@ class StratifiedReservoir:
         take = np.flatnonzero(keys < self._threshold[stratum])
         if take.size:
             rows = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-            rows = rows.take(pa.array(take))
+            rows = _decoded(rows.take(pa.array(take)))
             self._rows = rows if self._rows is None else pa.concat_tables([self._rows, rows])
             self._keys = np.concatenate([self._keys, keys[take]])
             self._strata = np.concatenate([self._strata, stratum[take]])
@@ -175,3 +175,12 @@ class StratifiedReservoir:
                 .reset_index(drop=True)
             )
         return StratifiedSample(frame, strata, self.sample_rows, self.level, self.seed)
+
+
+def _decoded(table: pa.Table) -> pa.Table:
+    """``table`` with its dictionary-encoded columns as plain values (the sample's frame then
+    has the data's own dtypes, not pandas categoricals in file-dictionary order)."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
+    return table

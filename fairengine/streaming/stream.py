@@ -1,8 +1,8 @@
 """One pass over a large table: every record batch checked, scored, folded into the count grid
 and offered to the stratified sample (:func:`stream_counts`).
 
-Memory is bounded by ``batch_rows`` (one batch's columns and temporaries), the grid and the
-sample, not by the number of rows.
+Memory is bounded by the batch (``batch_rows`` rows, or a Parquet row group when that is larger:
+the reader decodes a column chunk at a time), the grid and the sample, not by the number of rows.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ from fairengine.streaming.sample import StratifiedReservoir
 from fairengine.streaming.scoring import ScoreModel, model_scores
 from fairengine.streaming.sources import DEFAULT_BATCH_ROWS, StreamSource
 from fairengine.streaming.tables import StreamedCounts
+
+#: The sample's column of the model's scores (when a model scores the batches).
+MODEL_SCORE_COLUMN = "__model_score"
 
 #: Score-histogram bins of the binned AUC (the pandas path's automatic choice above 1M rows).
 DEFAULT_BINS = 4096
@@ -79,10 +82,7 @@ def stream_counts(
     )
     st = check_score_type(score_type)
     t = effective_threshold(st, threshold)
-    if roles.score is None and model is None:
-        has_scores = False
-    else:
-        has_scores = True
+    has_scores = roles.score is not None or model is not None
     feats = list(features if features is not None else (roles.features or ()))
     if roles.score is None and model is not None and not feats:
         raise DataContractError(
@@ -139,7 +139,7 @@ def stream_counts(
         if reservoir is not None:
             sample_data = data.select([c for c in columns if c in data.schema.names])
             if probability is not None and roles.score is None:
-                sample_data = sample_data.append_column("score", pa.array(probability))
+                sample_data = sample_data.append_column(MODEL_SCORE_COLUMN, pa.array(probability))
             reservoir.add(sample_data, codes, label, folder.shape)
         n_batches += 1
     if folder.n_rows == 0:

@@ -1,0 +1,88 @@
+"""The stratified sample drawn in the same pass (:mod:`fairengine.streaming.sample`): strata
+sizes, design weights, reproducibility; and the row-based tests that run on it say so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fairengine.dataset import AuditDataset
+from fairengine.permutation.config import PermutationConfig
+from fairengine.permutation.method import run_permutation_tests_from_counts
+from fairengine.roles import ColumnRoles
+from fairengine.streaming import stream_counts
+from fairengine.streaming.sample import WEIGHT_COLUMN
+
+ROLES = ColumnRoles(label="y", protected=("race", "sex"), score="score")
+
+
+def frame(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "race": rng.choice(np.array(["a", "b", "c"]), n, p=[0.7, 0.25, 0.05]),
+            "sex": rng.choice(np.array(["f", "m"]), n),
+            "y": rng.integers(0, 2, n),
+            "score": rng.random(n),
+            "x": rng.normal(size=n),
+        }
+    )
+
+
+def write(folder: Path, frames: list[pd.DataFrame]) -> None:
+    for i, f in enumerate(frames):
+        pq.write_table(
+            pa.Table.from_pandas(f, preserve_index=False), folder / f"part-{i:05d}.parquet"
+        )
+
+
+def test_sample_strata_sizes(tmp_path: Path) -> None:
+    """Each (race × sex × label) stratum keeps min(n_s, L) rows, L the largest equal share
+    that fits sample_rows; the design weights add up to the row count."""
+    df = frame(50_000)
+    write(tmp_path, [df.iloc[lo : lo + 7_000] for lo in range(0, 50_000, 7_000)])
+    counts = stream_counts(
+        tmp_path, ROLES, threshold=0.5, batch_rows=3_000, sample_rows=6_000, seed=4
+    )
+    sample = counts.sample
+    truth = df.groupby(["race", "sex", "y"]).size()
+    strata = sample.strata.set_index(["race", "sex", "label"])
+    assert len(strata) == len(truth) == 12
+    assert strata["rows"].tolist() == truth.tolist()
+    level = sample.level
+    assert (strata["sampled"] == np.minimum(strata["rows"], level)).all()
+    assert strata["sampled"].sum() <= 6_000 < strata["sampled"].sum() + len(strata)
+    assert sample.n_rows == strata["sampled"].sum()
+    assert sample.frame[WEIGHT_COLUMN].sum() == pytest.approx(50_000)
+    got = sample.frame.groupby(["race", "sex", "y"]).size()
+    assert got.tolist() == strata["sampled"].tolist()
+    again = stream_counts(
+        tmp_path, ROLES, threshold=0.5, batch_rows=3_000, sample_rows=6_000, seed=4
+    )
+    pd.testing.assert_frame_equal(again.sample.frame, sample.frame)
+    assert "from a stratified sample of" in sample.describe()
+    # plain values, not categoricals in file-dictionary order
+    assert not isinstance(sample.frame["race"].dtype, pd.CategoricalDtype)
+
+
+def test_tests_needing_rows_run_on_the_sample_and_say_so(tmp_path: Path) -> None:
+    df = frame(40_000, seed=2)
+    write(tmp_path, [df.iloc[:20_000], df.iloc[20_000:]])
+    counts = stream_counts(tmp_path, ROLES, threshold=0.5, batch_rows=8_000, sample_rows=4_000)
+    rows = AuditDataset.from_frame(
+        counts.sample.frame.drop(columns=WEIGHT_COLUMN), ROLES, threshold=0.5
+    )
+    cfg = PermutationConfig(metrics=["tpr", "auc"], n_permutations=199, attributes=["sex"])
+    res = run_permutation_tests_from_counts(counts, cfg, seed=0, sample=rows)
+    by_key = {f.key: f for f in res.findings}
+    assert set(by_key) == {"perm_tpr.sex.f_m", "perm_auc.sex.f_m"}
+    auc = by_key["perm_auc.sex.f_m"]
+    assert f"from a sample of {rows.n_rows:,} rows" in auc.label
+    assert "not from all rows" in auc.reading
+    assert "sample" not in by_key["perm_tpr.sex.f_m"].label  # exact, from the counts
+    assert any("computed from a sample of" in w for w in res.warnings)
