@@ -211,3 +211,13 @@ def test_bad_options_are_named() -> None:
         pair_permutation_tests(y, pred, codes, ["a", "b"], group_a=0, group_b=1, metrics=["r2"])
     with pytest.raises(DataContractError, match="group_a and group_b must differ"):
         pair_permutation_tests(y, pred, codes, ["a", "b"], group_a=1, group_b="b")
+
+
+def test_worker_threads_give_the_same_result() -> None:
+    rng = np.random.default_rng(10)
+    y, pred, codes = _two_groups(rng, 20_000, 30_000)
+    w = rng.random(y.size) + 0.5
+    common = {"group_a": 0, "group_b": 1, "weights": w, "n_permutations": 199, "seed": 4}
+    one = pair_permutation_tests(y, pred, codes, ["a", "b"], workers=1, **common)
+    two = pair_permutation_tests(y, pred, codes, ["a", "b"], workers=2, **common)
+    assert one == two
