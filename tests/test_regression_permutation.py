@@ -124,9 +124,7 @@ def test_studentization_keeps_the_level_where_the_plain_test_fails() -> None:
         common = {"group_a": 0, "group_b": 1, "metrics": ("mean_residual",)}
         common |= {"distance_tests": False, "n_permutations": PERMS, "seed": i}
         s = pair_permutation_tests(pred + e, pred, codes, ["a", "b"], **common)
-        p = pair_permutation_tests(
-            pred + e, pred, codes, ["a", "b"], studentize_mode="none", **common
-        )
+        p = pair_permutation_tests(pred + e, pred, codes, ["a", "b"], studentize="none", **common)
         stud += s.differences[0].pvalue <= ALPHA
         plain += p.differences[0].pvalue <= ALPHA
     lo, hi = _band()

@@ -113,7 +113,8 @@ def test_json_round_trip_with_nan() -> None:
         ({"groups": np.array([0, 0, 1, 2])}, "groups must hold codes 0..1"),
         ({"groups": np.array([0, 0, 1])}, "groups must be a 1-D array of group codes"),
         ({"weights": np.array([1.0, -1.0, 1.0, 1.0])}, "weights must be non-negative"),
-        ({"weights": np.array([1.0, 1.0, 0.0, 0.0])}, "weights of group 'b' are all zero"),
+        ({"weights": np.array([1.0, 1.0, 0.0, 0.0])}, "weights of group 'b' are positive on 0 row"),
+        ({"weights": np.array([1.0, 1.0, 0.0, 2.0])}, "weights of group 'b' are positive on 1 row"),
         ({"y": np.array(["a", "b", "c", "d"])}, "y must be numeric"),
     ],
 )

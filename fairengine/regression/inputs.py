@@ -69,7 +69,7 @@ def check_inputs(
     """Validate the rows of a regression audit (module docstring).
 
     ``groups`` holds integer codes 0..G−1 indexing ``categories``; each group needs at least
-    ``min_group_size`` rows (and, when weighted, a positive total weight).
+    ``min_group_size`` rows (of positive weight, when weighted).
     """
     ya = _finite_float("y", y, None)
     n = ya.shape[0]
@@ -108,6 +108,11 @@ def check_inputs(
                 f"group {cat!r} (code {code}) has {size} row(s) in groups; regression "
                 f"statistics need at least {min_group_size} rows per group"
             )
-        if w is not None and not np.any(w[codes == code] > 0):
-            raise DataContractError(f"weights of group {cat!r} are all zero")
+        if w is not None:
+            positive = int(np.count_nonzero(w[codes == code] > 0))
+            if positive < min_group_size:
+                raise DataContractError(
+                    f"weights of group {cat!r} are positive on {positive} row(s); regression "
+                    f"statistics need at least {min_group_size} rows of positive weight per group"
+                )
     return RegressionInputs(ya, p, codes, cats, w, sizes)

@@ -3,7 +3,8 @@
 Every per-group quantity of :mod:`fairengine.regression` is a mean m = Σ w_i a_i / Σ w_i of a
 per-row value a_i (ŷ, y, y − ŷ, |y − ŷ|, (y − ŷ)²). With d_i = a_i − m, W = Σ w_i and n rows,
 
-    se² = n/(n − 1) · Σ w_i² d_i² / W²            (linearisation / ratio-estimator variance),
+    se² = n/(n − 1) · Σ w_i² d_i² / W²            (linearisation / ratio-estimator variance;
+                                                   n: rows of positive weight),
     n_eff = W² / Σ w_i²                           (Kish's effective sample size),
     s = se · √n_eff,   γ̂ = (Σ w_i d_i³ / W) / s³  (skewness),
 
@@ -71,6 +72,7 @@ def mean_moments(values: np.ndarray, weights: np.ndarray | None = None) -> MeanM
         skew = third / s**3 if s > 0 else 0.0
         return MeanMoments(m, se, float(n), skew, n, float(n))
     w = np.asarray(weights, dtype=np.float64)
+    n = int(np.count_nonzero(w))  # rows of zero weight do not count in n/(n − 1)
     total = float(w.sum())
     m = float(w @ a) / total
     d = a - m

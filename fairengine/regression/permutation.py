@@ -66,8 +66,8 @@ from fairengine.permutation.metrics import (
     RatioMetric,
     ratio_value_variance,
     row_values,
-    studentize,
 )
+from fairengine.permutation.metrics import studentize as studentized
 from fairengine.permutation.two_group import CHUNK_ELEMENTS, permutation_pvalue
 from fairengine.regression.distances import DISTANCES, DistanceScan, distances, sorted_sample
 from fairengine.regression.inputs import check_inputs
@@ -204,7 +204,7 @@ def pair_permutation_tests(
     distance_tests: bool = True,
     n_permutations: int = 1999,
     alternative: str = "two-sided",
-    studentize_mode: str = "per_permutation",
+    studentize: str = "per_permutation",
     confidence_level: float = 0.95,
     seed: int | np.random.SeedSequence | np.random.Generator | None = 0,
     attribute: str = "group",
@@ -219,7 +219,7 @@ def pair_permutation_tests(
     depend on ``workers``).
 
     ``alternative`` applies to the differences (``greater``: m_A > m_B); the distances are
-    one-sided by nature. ``studentize_mode="none"`` gives the plain permutation test of Δ, which
+    one-sided by nature. ``studentize="none"`` gives the plain permutation test of Δ, which
     is exact only under the strong null (kept for comparison).
     """
     data = check_inputs(y, prediction, groups, categories, weights)
@@ -236,8 +236,10 @@ def pair_permutation_tests(
         raise DataContractError(f"n_permutations must be >= 1, got {n_permutations}")
     if alternative not in ALTERNATIVES:
         raise DataContractError(f"alternative must be one of {list(ALTERNATIVES)}")
-    if studentize_mode not in STUDENTIZATIONS:
-        raise DataContractError(f"studentize_mode must be one of {list(STUDENTIZATIONS)}")
+    if studentize not in STUDENTIZATIONS:
+        raise DataContractError(f"studentize must be one of {list(STUDENTIZATIONS)}")
+    if not metrics and not distance_tests:
+        raise DataContractError("nothing to test: no metrics and distance_tests=False")
     if not 0 < confidence_level < 1:
         raise DataContractError(f"confidence_level must lie in (0, 1), got {confidence_level}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -255,7 +257,7 @@ def pair_permutation_tests(
         distance_tests,
         int(n_permutations),
         rng,
-        studentize_mode,
+        studentize,
         alternative,
         confidence_level,
         workers,
@@ -302,7 +304,9 @@ def all_pair_tests(
     )
 
 
-def _welch(values: np.ndarray, w: np.ndarray | None, g: np.ndarray, level: float) -> tuple:
+def _welch(
+    values: np.ndarray, w: np.ndarray | None, g: np.ndarray, level: float
+) -> tuple[float, float, float, float, Interval]:
     """Values of A and B, Welch's se and interval of their difference."""
     ma = mean_moments(values[g], None if w is None else w[g])
     mb = mean_moments(values[~g], None if w is None else w[~g])
@@ -333,7 +337,8 @@ def _run(
     y, p, g = y[order], p[order], in_a[order]
     w = None if w is None else w[order]
     n, k = p.size, int(g.sum())
-    v = np.concatenate([row_values(rm, y, p, None, w) for rm in metrics], axis=1)
+    blocks = [row_values(rm, y, p, None, w) for rm in metrics]
+    v = np.concatenate(blocks, axis=1) if blocks else np.empty((n, 0))
     vu, inverse = _distinct_columns(v)
     sums_a, sums_b = vu[g].sum(axis=0), vu[~g].sum(axis=0)
     total = (sums_a + sums_b)[None, :]
@@ -389,8 +394,8 @@ def _run(
         ma, va = ratio_value_variance(sums_a[cols])
         mb, vb = ratio_value_variance(sums_b[cols])
         if studentize_mode == "per_permutation":
-            stat = float(studentize(np.asarray(ma - mb), np.asarray(np.sqrt(va + vb))))
-            null = studentize(null_d[j], null_se[j])
+            stat = float(studentized(np.asarray(ma - mb), np.asarray(np.sqrt(va + vb))))
+            null = studentized(null_d[j], null_se[j])
         else:
             stat, null = float(ma - mb), null_d[j]
         pvalue, n_ext, n_nan = permutation_pvalue(stat, null, alternative)

@@ -61,7 +61,8 @@ class Estimate(JsonResult):
 
 @dataclass(frozen=True)
 class GroupSummary(JsonResult):
-    """One group's row count ``n``, total weight, Kish effective size and the six estimates."""
+    """One group's row count ``n`` (rows of positive weight when weighted), total weight, Kish
+    effective size and the six estimates."""
 
     group: str
     code: int
