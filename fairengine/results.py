@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -62,6 +63,16 @@ def decode_float(x: float | str | None) -> float | None:
     if isinstance(x, str):
         return _NONFINITE[x]
     return float(x)
+
+
+def freeze_sequences(obj: object, *names: str) -> None:
+    """Store the sequence fields ``names`` of the frozen dataclass ``obj`` as tuples: a result
+    may be built from lists (the methods build them so), and is not changed through them after.
+    The fields are typed ``Sequence`` so that a type checker refuses ``append`` on them too."""
+    for name in names:
+        value = getattr(obj, name)
+        if not isinstance(value, tuple):
+            object.__setattr__(obj, name, tuple(value))
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -184,13 +195,16 @@ class Finding:
     null_hypothesis: str = ""
     decision: Decision = "not_tested"
     reading: str = ""
-    resampling: list[ResamplingPart] = field(default_factory=list)
+    resampling: Sequence[ResamplingPart] = ()
     pvalue_bounds: tuple[float, float] | None = None
     resamples_needed: float | None = None
     question: str | None = None
     null_kind: str = ""
     decided_by: str | None = None
     joint: JointEvidence | None = None
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self, "resampling")
 
     @property
     def tested(self) -> bool:
@@ -341,14 +355,15 @@ class MethodResult:
     title: str
     status: MethodStatus = "ok"
     parameters: dict[str, JSONLike] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    findings: Sequence[Finding] = ()
     details: MethodDetails = field(default_factory=NoDetails)
     reason: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: Sequence[str] = ()
     seconds: float | None = None
-    artifacts: list[Artifact] = field(default_factory=list)
+    artifacts: Sequence[Artifact] = ()
 
     def __post_init__(self) -> None:
+        freeze_sequences(self, "findings", "warnings", "artifacts")
         if not isinstance(self.details, MethodDetails):
             raise TypeError(
                 f"method {self.method!r}: details must be a MethodDetails (a frozen dataclass "
@@ -416,8 +431,11 @@ class ExpectationOutcome:
     success: bool
     description: str
     unexpected_count: int | None = None
-    unexpected_examples: list[JSONValue] = field(default_factory=list)
+    unexpected_examples: Sequence[JSONValue] = ()
     observed: JSONValue = None
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self, "unexpected_examples")
 
     def to_dict(self) -> JSONObject:
         return to_jsonable(dataclasses.asdict(self))
@@ -436,7 +454,10 @@ class ValidationResult:
     success: bool
     engine: str
     n_rows: int
-    expectations: list[ExpectationOutcome] = field(default_factory=list)
+    expectations: Sequence[ExpectationOutcome] = ()
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self, "expectations")
 
     @property
     def failures(self) -> list[ExpectationOutcome]:
@@ -472,10 +493,13 @@ class Verdict:
 
     status: VerdictStatus
     summary: str
-    reasons: list[str] = field(default_factory=list)
+    reasons: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self, "reasons")
 
     def to_dict(self) -> JSONObject:
-        return dataclasses.asdict(self)
+        return {"status": self.status, "summary": self.summary, "reasons": list(self.reasons)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
@@ -522,7 +546,7 @@ class AuditFormatError(FairEngineError):
     """An ``audit.json`` in a format this version does not read."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuditResult:
     """Everything one audit produced: config, data/model identity, validation, methods, verdict.
 
@@ -536,15 +560,18 @@ class AuditResult:
     dataset: DatasetSummary
     model: ModelIdentity
     validation: ValidationResult | None
-    methods: list[MethodResult]
+    methods: Sequence[MethodResult]
     alpha: float
     multiplicity: str
     verdict: Verdict
     metadata: AuditMetadata = field(default_factory=AuditMetadata)
-    warnings: list[str] = field(default_factory=list)
+    warnings: Sequence[str] = ()
     """Input warnings a reader must see next to the verdict (data cleaning applied, score
     source caveats, ...); each is one sentence naming the column or setting."""
     decisions: DecisionRecord | None = None
+
+    def __post_init__(self) -> None:
+        freeze_sequences(self, "methods", "warnings")
 
     def method(self, name: str) -> MethodResult:
         """The result of method ``name``; raises ``KeyError`` naming the available ones."""

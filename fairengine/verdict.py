@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -236,7 +236,7 @@ def _decided(f: Finding, d: TestDecision, alpha: float, multiplicity: str) -> Fi
     return dataclasses.replace(f, **update)
 
 
-def _unit(parts: tuple[ResamplingPart, ...] | list[ResamplingPart]) -> str:
+def _unit(parts: Sequence[ResamplingPart]) -> str:
     """What one resample is: a map refit (FlipTest's nulls), a draw, or a permutation."""
     names = {p.name for p in parts}
     if "self-map" in names:

@@ -95,7 +95,9 @@ def assemble_audit(**kwargs: Any) -> AuditResult:
     progress.report("decide", "started")
     result = finalize_audit(**kwargs)
     seconds = time.perf_counter() - start
-    result.metadata = result.metadata.with_timing("decide", round(seconds, 4))
+    result = dataclasses.replace(
+        result, metadata=result.metadata.with_timing("decide", round(seconds, 4))
+    )
     progress.report("decide", f"finished in {seconds:.1f} s")
     get_run_logger().info("Verdict: %s - %s", result.verdict.status.upper(), result.verdict.summary)
     return result
@@ -182,17 +184,15 @@ def audit_flow(
     )
     store = check_tracking_store(tracking_uri) if cfg.mlflow.enabled else None
     if store is not None and store.reachable:
-        result.metadata = dataclasses.replace(
-            result.metadata,
-            previous_audits=previous_audits_task(result, tracking_uri, cfg.mlflow.experiment),
-        )
+        previous = previous_audits_task(result, tracking_uri, cfg.mlflow.experiment)
+        metadata = dataclasses.replace(result.metadata, previous_audits=previous)
+        result = dataclasses.replace(result, metadata=metadata)
     from tasks.report import render_report_task  # matplotlib, Jinja2: after the methods
 
     html = timed("render_report", render_report_task, result)
     # the steps timed after the result was assembled (the report) join its timings
-    result.metadata = dataclasses.replace(
-        result.metadata, timings={**result.metadata.timings, **timings}
-    )
+    metadata = dataclasses.replace(result.metadata, timings={**result.metadata.timings, **timings})
+    result = dataclasses.replace(result, metadata=metadata)
     out_dir = Path(cfg.output.dir).expanduser() if cfg.output.dir else default_report_dir()
     paths = write_outputs(result, html, str(out_dir / result.audit_id))
     if cfg.report.pdf:  # not timed into the metadata: audit.json is written already
@@ -231,9 +231,11 @@ def audit_flow(
             cfg, result, model_info, roles, frame, tracking_uri, mlflow_info["run_id"]
         )
         for name, step in AFTER_LOGGING.items():  # declared per method (tasks/after_logging.py)
-            outputs = step(logged) if cfg.methods.section(name).enabled else None
-            if outputs:
-                mlflow_info = {**mlflow_info, **outputs}
+            if cfg.methods.section(name).enabled:
+                outcome = step(logged)
+                logged = dataclasses.replace(logged, result=outcome.result)
+                mlflow_info = {**mlflow_info, **outcome.outputs}
+        result = logged.result
     logger.info("Report: %s", paths["report"])
     # alerts: fairengine.audit.completed (and .failed on FAIL) for Prefect automations
     emit_audit_events(result, mlflow_info, paths, logger)

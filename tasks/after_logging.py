@@ -5,8 +5,10 @@ is logged: the mitigation step's post-processed model becomes a new model versio
 with that audit run. Such a step is declared here, in :data:`AFTER_LOGGING`, under the name
 of its method (checked against :mod:`fairengine.registry` by the tests), instead of being a
 special case in the flow: :func:`flows.audit.run_audit` calls every declared step whose
-method is enabled, after logging, with a :class:`LoggedAudit`, and merges what it returns
-into the run's MLflow information (``AuditRun.mlflow``).
+method is enabled, after logging, with a :class:`LoggedAudit`; the step returns an
+:class:`AfterLoggingOutcome`: the result (a new one where the step records something in its
+metadata; results are frozen) and what to merge into the run's MLflow information
+(``AuditRun.mlflow``).
 """
 
 from __future__ import annotations
@@ -40,46 +42,57 @@ class LoggedAudit:
     audit_run_id: str
 
 
-def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
+@dataclass(frozen=True)
+class AfterLoggingOutcome:
+    """What a step after logging returns: the audit's result (with what the step recorded in
+    its metadata) and the entries it adds to the run's MLflow information."""
+
+    result: AuditResult
+    outputs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def register_mitigated(logged: LoggedAudit) -> AfterLoggingOutcome:
     """Register the mitigated model (``methods.mitigation.register``) after the audit is logged.
 
     Registered only when ``methods.mitigation.register_if`` allows it (the held-out ε against the
     target, ``details.registration``). The outcome, with its reason, is logged and kept in
-    ``result.metadata.mitigation_registration`` (``registered``, ``reason``, ``uri``) for the
-    CLI. A failure here is reported (log and warning) but does not undo the logged audit.
+    the returned result's ``metadata.mitigation_registration`` (``registered``, ``reason``,
+    ``uri``) for the CLI. A failure here is reported (log and warning) but does not undo the
+    logged audit.
     """
     from fairengine.mitigation.result import DeployedMitigation
 
     cfg, result, model_info = logged.config, logged.result, logged.model_info
     mcfg = cfg.methods.mitigation
     if not (mcfg.enabled and mcfg.register):
-        return None
+        return AfterLoggingOutcome(result)
     logger = get_run_logger()
 
-    def not_registered(reason: str) -> None:
+    def recorded(outcome: MitigationRegistration) -> AuditResult:
+        metadata = dataclasses.replace(result.metadata, mitigation_registration=outcome)
+        return dataclasses.replace(result, metadata=metadata)
+
+    def not_registered(reason: str) -> AfterLoggingOutcome:
         logger.warning("Mitigated model not registered because %s", reason)
-        outcome = MitigationRegistration(registered=False, reason=reason, uri=None)
-        result.metadata = dataclasses.replace(result.metadata, mitigation_registration=outcome)
+        return AfterLoggingOutcome(recorded(MitigationRegistration(False, reason, None)))
 
     method = next((m for m in result.methods if m.method == "mitigation"), None)
     if method is None or method.status != "ok":
         why = "it did not run" if method is None else f"{method.status}: {method.reason}"
-        not_registered(f"the mitigation step did not succeed ({why})")
-        return None
+        return not_registered(f"the mitigation step did not succeed ({why})")
     details = method.details
     if not isinstance(details, DeployedMitigation):  # a result read from an older audit.json
-        not_registered(f"the mitigation result holds no fitted rule ({type(details).__name__})")
-        return None
+        return not_registered(
+            f"the mitigation result holds no fitted rule ({type(details).__name__})"
+        )
     decision = details.registration
     if not decision.allowed:
-        not_registered(decision.reason)
-        return None
+        return not_registered(decision.reason)
     if not model_info.get("name"):
-        not_registered(
+        return not_registered(
             "methods.mitigation.register needs model.uri to be a registry model "
             "(models:/name/version or models:/name@alias)"
         )
-        return None
     from tasks.mitigated_model import register_mitigated_model
 
     features = list(logged.roles.features or ())
@@ -106,12 +119,11 @@ def register_mitigated(logged: LoggedAudit) -> dict[str, str] | None:
         decision.reason,
         decision.target_met,
     )
-    outcome = MitigationRegistration(registered=True, reason=decision.reason, uri=info["uri"])
-    result.metadata = dataclasses.replace(result.metadata, mitigation_registration=outcome)
-    return {"mitigated_model_uri": info["uri"]}
+    registered = MitigationRegistration(registered=True, reason=decision.reason, uri=info["uri"])
+    return AfterLoggingOutcome(recorded(registered), {"mitigated_model_uri": info["uri"]})
 
 
-AfterLogging = Callable[[LoggedAudit], dict[str, str] | None]
+AfterLogging = Callable[[LoggedAudit], AfterLoggingOutcome]
 
 AFTER_LOGGING: dict[str, AfterLogging] = {"mitigation": register_mitigated}
 """Method name -> its step after logging (run when the method is enabled)."""

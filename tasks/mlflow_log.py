@@ -14,7 +14,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -89,7 +89,7 @@ def _artifact_name(name: str, source: Path) -> str | None:
     return "/".join(parts)
 
 
-def stage_method_artifacts(methods: list[MethodResult], staging: Path) -> dict[str, list[str]]:
+def stage_method_artifacts(methods: Sequence[MethodResult], staging: Path) -> dict[str, list[str]]:
     """Copy each method's :attr:`~fairengine.results.MethodResult.artifacts` to
     ``staging/<method>/<name>``.
 

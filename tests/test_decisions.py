@@ -810,16 +810,19 @@ def test_audit_json_round_trip_keeps_the_decision_fields() -> None:
     # an undetermined test whose estimate sits on its critical value carries resamples_needed=inf
     audit = _audit(_methods(ResamplingPart("permutation", 3, 199), perm_question=None))
     key = "perm_positive_rate.sex.female_male"
-    audit.methods = [
-        dataclasses.replace(
-            m,
-            findings=[
-                dataclasses.replace(f, resamples_needed=math.inf) if f.key == key else f
-                for f in m.findings
-            ],
-        )
-        for m in audit.methods
-    ]
+    audit = dataclasses.replace(
+        audit,
+        methods=[
+            dataclasses.replace(
+                m,
+                findings=[
+                    dataclasses.replace(f, resamples_needed=math.inf) if f.key == key else f
+                    for f in m.findings
+                ],
+            )
+            for m in audit.methods
+        ],
+    )
     text = audit.to_json()
     assert '"resamples_needed": "Infinity"' in text
     back = finding(AuditResult.from_json(text), "perm_positive_rate.sex.female_male")

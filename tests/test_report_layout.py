@@ -17,7 +17,6 @@ browser shows (first screen, clipping, height) is checked on real audits in
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -301,14 +300,14 @@ def test_overview_matrix_markup(many_groups: AuditResult, html: str) -> None:
 
 
 def test_overview_needs_group_rates(many_groups: AuditResult) -> None:
-    only_parity = copy.copy(many_groups)
-    only_parity.methods = [m for m in many_groups.methods if m.method == "group_parity"]
+    only_parity = dataclasses.replace(
+        many_groups, methods=[m for m in many_groups.methods if m.method == "group_parity"]
+    )
     ov = overview_view(only_parity)
     assert ov is not None
     assert [b["name"] for b in ov["blocks"]] == ["region", "sex"]
     assert ov["blocks"][0]["columns"] == ["Positive rate", "TPR", "FPR"]
-    nothing = copy.copy(many_groups)
-    nothing.methods = []
+    nothing = dataclasses.replace(many_groups, methods=[])
     assert overview_view(nothing) is None
     assert 'id="overview"' not in render_report(nothing)
 
@@ -358,11 +357,10 @@ def test_numbers_never_wrap_and_tables_scroll_in_their_own_box() -> None:
 
 
 def with_history(result: AuditResult, history: list[dict[str, Any]]) -> AuditResult:
-    out = copy.copy(result)
-    out.metadata = dataclasses.replace(
+    metadata = dataclasses.replace(
         result.metadata, previous_audits=[PreviousAudit.from_json(h) for h in history]
     )
-    return out
+    return dataclasses.replace(result, metadata=metadata)
 
 
 def test_trend_lists_changed_decisions_first(many_groups: AuditResult) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -38,13 +39,12 @@ def audit(shift: float, tolerance: float = 0.05, multiplicity: str = "holm") -> 
 
 def test_json_round_trip_is_strict_and_lossless() -> None:
     a = audit(0.3)
-    a.methods.append(
-        MethodResult(
-            "other",
-            "Other",
-            findings=[Finding("eps", "epsilon", math.inf, Interval(1.0, math.inf), pvalue=None)],
-        )
+    other = MethodResult(
+        "other",
+        "Other",
+        findings=[Finding("eps", "epsilon", math.inf, Interval(1.0, math.inf), pvalue=None)],
     )
+    a = dataclasses.replace(a, methods=[*a.methods, other])
     text = a.to_json()
     json.loads(text)  # strict JSON (allow_nan=False inside to_json)
     b = AuditResult.from_json(text)

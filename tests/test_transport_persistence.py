@@ -258,7 +258,7 @@ def test_task_without_a_cache_folder_still_saves_maps_for_the_artifacts(lipton):
     for a in arts:
         assert TransportMap.load(a.path).get_params()["epsilon"] == 0.03
     not_run = method_task.fn(lipton, "fliptest", cfg, seed=0, model=None)
-    assert not_run.status == "not_run" and not_run.artifacts == []
+    assert not_run.status == "not_run" and not_run.artifacts == ()
 
 
 def test_in_a_flow_the_maps_go_under_the_configured_cache_dir(lipton, tmp_path):

@@ -123,13 +123,18 @@ def make_estimator(config: FlipTestConfig, seed: int, device: str | None = None)
     )
 
 
-def _decider(
+def model_decider(
     dataset: AuditDataset,
     predict_proba: PredictProba,
     threshold: float,
     attribute: str,
     with_attribute: bool,
 ) -> Callable[[np.ndarray, str], np.ndarray]:
+    """The model's decision as a function of feature points: ``decide(x, group)`` is
+    ``predict_proba(x) > threshold`` for the rows ``x`` (in the dataset's feature order), with
+    ``attribute`` set to ``group`` when the model reads it (``with_attribute``). Shared by the
+    method and by the decision step's more-resamples path (:mod:`fairengine.fliptest.resampler`),
+    so that both flip the same decisions."""
     columns = list(dataset.feature_columns)
     raw = dataset.frame[attribute]
     values = {str(v.item() if isinstance(v, np.generic) else v): v for v in pd.unique(raw)}
@@ -463,7 +468,7 @@ def run_fliptest(
     pair_details: list[PairDetails] = []
     jobs, warnings = plan_pairs(dataset, config, seed)
     deciders = {
-        a: _decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
+        a: model_decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
         for a in {j.attr for j in jobs}
     }
 

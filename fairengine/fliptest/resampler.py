@@ -39,10 +39,10 @@ from fairengine.fliptest.flipsets import Decide
 from fairengine.fliptest.method import (
     METHOD,
     PredictProba,
-    _decider,
     decision_threshold,
     make_estimator,
     map_device,
+    model_decider,
     pair_sample,
     plan_pairs,
 )
@@ -278,7 +278,7 @@ class FlipTestResampler:
                 self._points, self._names = as_points("features", self.dataset.features)
         sample = pair_sample(job, self.dataset, self.config, self._points, self._names)
         assert self.predict_proba is not None
-        decide = _decider(
+        decide = model_decider(
             self.dataset,
             self.predict_proba,
             decision_threshold(self.dataset, self.config),

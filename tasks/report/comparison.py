@@ -47,22 +47,22 @@ from tasks.report.plots import (
     FONT,
     LINE,
     MUTED,
-    _bottom,
-    _draw_axis,
-    _draw_heading,
-    _draw_row_labels,
-    _figure_svg,
-    _new_figure,
-    _number,
-    _offset,
-    _place,
-    _plan_heading,
-    _row_labels,
-    _row_pitch,
-    _span,
-    _Tips,
-    _width,
-    _x_layout,
+    Tooltips,
+    alt_number,
+    bottom_margin,
+    draw_axis,
+    draw_heading,
+    draw_row_labels,
+    figure_svg,
+    label_width,
+    new_figure,
+    offset_by,
+    place_axes,
+    plan_heading,
+    row_labels,
+    row_pitch,
+    value_span,
+    x_layout,
 )
 
 TEMPLATE_NAME = "comparison.html.j2"
@@ -202,7 +202,7 @@ def _reference_labels(
         return (x - x0) / (x1 - x0) * axes_w
 
     text = f"δ = {delta:g}"
-    w_d, w_0 = _width(text), _width("0")
+    w_d, w_0 = label_width(text), label_width("0")
     at_d, at_0 = units(delta), units(0.0)
     if at_d + 2 + w_d <= axes_w + right - 2:
         ha, d_lo, d_hi = "left", at_d, at_d + 2 + w_d
@@ -224,12 +224,12 @@ def delta_intervals_svg(
     300 px). Returns an inline ``<svg>`` with ``role="img"`` and alt text."""
     rows = [q for q in questions if q.decision != "not_tested"][:PLOT_ROWS]
     n = len(rows)
-    tips = _Tips()
+    tips = Tooltips()
     labels = [f"{METRIC_LABELS.get(q.metric, q.metric)}: {q.group_a} − {q.group_b}" for q in rows]
     values = [v for q in rows for v in (q.low, q.high, q.difference)] + [0.0, delta]
-    x0, x1 = _span(values, minimum=1e-6)
-    fitted, label_w, label_lines = _row_labels(labels)
-    pitch = _row_pitch(label_lines)
+    x0, x1 = value_span(values, minimum=1e-6)
+    fitted, label_w, label_lines = row_labels(labels)
+    pitch = row_pitch(label_lines)
     # one class per colour: both kinds of undetermined are drawn (and keyed) as one
     kinds = {q.decision: _plot_class(q.decision) for q in rows}
     present = [c for c in _PLOT_CLASSES if c in kinds.values()]
@@ -237,13 +237,13 @@ def delta_intervals_svg(
            for c in present]  # fmt: skip
     level = f"{1 - alpha:.0%}"
     title = f"{attribute}: Δ = |g_cand| − |g_base| with simultaneous {level} bounds"
-    head = _plan_heading(title, key)
-    ticks, left, right = _x_layout(x0, x1, label_w + 10)
+    head = plan_heading(title, key)
+    ticks, left, right = x_layout(x0, x1, label_w + 10)
     refs = _reference_labels(x0, x1, left, right, delta)
     refs_h = (max(r[3] for r in refs) + 1) * LINE * FONT + 2  # above the axes
     top = head.height + refs_h
-    bottom = _bottom()
-    fig, ax = _new_figure(top + pitch * max(n, 1) + bottom)
+    bottom = bottom_margin()
+    fig, ax = new_figure(top + pitch * max(n, 1) + bottom)
 
     ys = [n - 1 - i for i in range(n)]
     for c in present:
@@ -272,7 +272,7 @@ def delta_intervals_svg(
     ax.axvline(0.0, color=MUTED, linewidth=1.0, zorder=0.5)
     ax.axvline(delta, color=MUTED, linestyle="--", linewidth=1.0, zorder=0.5)
     ax.set_ylim(-0.5, max(n, 1) - 0.5)
-    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
     tr = ax.get_xaxis_transform()
     for x, text, ha, line in refs:
         dx = {"left": 2.0, "right": -2.0, "center": 0.0}[ha]
@@ -280,7 +280,7 @@ def delta_intervals_svg(
             x,
             1,
             text,
-            transform=_offset(fig, tr, dx=dx, dy=2 + line * LINE * FONT),
+            transform=offset_by(fig, tr, dx=dx, dy=2 + line * LINE * FONT),
             ha=ha,
             va="bottom",
             fontsize=FONT,
@@ -289,7 +289,7 @@ def delta_intervals_svg(
             parse_math=False,
         )
     if n:
-        _draw_row_labels(fig, ax, ys, fitted, labels, tips)
+        draw_row_labels(fig, ax, ys, fitted, labels, tips)
     else:
         ax.text(
             0.5,
@@ -301,8 +301,8 @@ def delta_intervals_svg(
             fontsize=FONT,
             color=MUTED,
         )
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=top, right=right)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=top, right=right)
 
     counts = ", ".join(
         f"{sum(kinds[q.decision] == c for q in rows)} {DECISIONS[c].short.lower()}" for c in present
@@ -310,15 +310,15 @@ def delta_intervals_svg(
     alt = (
         f"{title}. Interval plot, {n} question(s) of {attribute}"
         + (f" ({counts})" if counts else "")
-        + f"; solid line at 0 (no change), dashed line at the margin δ = {_number(delta)}."
+        + f"; solid line at 0 (no change), dashed line at the margin δ = {alt_number(delta)}."
     )
     if rows:
         top_q = max(rows, key=lambda q: q.high if math.isfinite(q.high) else -math.inf)
-        alt += f" Highest upper bound: {labels[rows.index(top_q)]}, U = {_number(top_q.high)}."
+        alt += f" Highest upper bound: {labels[rows.index(top_q)]}, U = {alt_number(top_q.high)}."
     skipped = sum(q.decision != "not_tested" for q in questions) - n
     if skipped > 0:
         alt += f" {skipped} further question(s) not drawn."
-    return _figure_svg(fig, f"fairengine-comparison-{slug(attribute)}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-comparison-{slug(attribute)}", alt, tips.texts)
 
 
 def plot_views(result: ComparisonResult) -> list[dict[str, Any]]:

@@ -209,9 +209,9 @@ def clean_svg(svg: str) -> str:
     return svg.strip()
 
 
-def _figure_svg(fig: Figure, salt: str, alt: str, tips: Sequence[str] = ()) -> str:
+def figure_svg(fig: Figure, salt: str, alt: str, tips: Sequence[str] = ()) -> str:
     """Render ``fig`` to a cleaned inline SVG string labelled ``alt`` (``role="img"``); the
-    texts drawn with a tip id (:class:`_Tips`) get their full text as a ``<title>``."""
+    texts drawn with a tip id (:class:`Tooltips`) get their full text as a ``<title>``."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         fig.savefig(
@@ -257,17 +257,17 @@ def text_width(text: str, fontsize: float) -> float:
     return sum(_glyph_em(ch) for ch in text) * fontsize * PT
 
 
-def _width(text: str, fontsize: float = FONT) -> float:
+def label_width(text: str, fontsize: float = FONT) -> float:
     """:func:`text_width` in units."""
     return text_width(text, fontsize) / PT
 
 
 def _cut(text: str, fontsize: float, width: float) -> str:
     """``text``, or its longest prefix that fits ``width`` units with "…" appended."""
-    if _width(text, fontsize) <= width:
+    if label_width(text, fontsize) <= width:
         return text
     n = len(text)
-    while n > 1 and _width(text[:n].rstrip() + "…", fontsize) > width:
+    while n > 1 and label_width(text[:n].rstrip() + "…", fontsize) > width:
         n -= 1
     return text[:n].rstrip() + "…"
 
@@ -280,13 +280,13 @@ def fit_lines(
     last line cut with "…" when the rest does not fit. Returns the lines and whether they
     show the whole text."""
     s = " ".join(str(text).split())
-    if _width(s, fontsize) <= width:
+    if label_width(s, fontsize) <= width:
         return [s], True
     rest = [t for t in _BREAK_AFTER.split(s) if t]
     lines: list[str] = []
     while len(lines) < max_lines - 1 and rest:
         line, k = "", 0
-        while k < len(rest) and _width((line + rest[k]).rstrip(), fontsize) <= width:
+        while k < len(rest) and label_width((line + rest[k]).rstrip(), fontsize) <= width:
             line, k = line + rest[k], k + 1
         if k == 0:  # the next word alone is too wide: it is cut on the last line
             break
@@ -302,8 +302,8 @@ def fit_lines(
 
 
 @dataclass
-class _Tips:
-    """Full texts of cut labels, shown as ``<title>`` tooltips (see :func:`_figure_svg`)."""
+class Tooltips:
+    """Full texts of cut labels, shown as ``<title>`` tooltips (see :func:`figure_svg`)."""
 
     texts: list[str] = field(default_factory=list)
 
@@ -313,7 +313,7 @@ class _Tips:
 
 
 def _draw_lines(
-    tips: _Tips,
+    tips: Tooltips,
     draw: Any,
     lines: Sequence[str],
     complete: bool,
@@ -352,7 +352,7 @@ SWATCH = 16.0
 """Units of a key's swatch (a short line, with the series' marker in the middle)."""
 
 
-def _plan_heading(title: str, key: Sequence[tuple[str, str, str]] = ()) -> _Heading:
+def plan_heading(title: str, key: Sequence[tuple[str, str, str]] = ()) -> _Heading:
     """The title wrapped to two lines across the full width and, under it, the key's items
     (swatch + name) in left-aligned rows. ``height``: the top margin (units) they need."""
     avail = FIGURE_WIDTH - 2 * EDGE
@@ -364,7 +364,7 @@ def _plan_heading(title: str, key: Sequence[tuple[str, str, str]] = ()) -> _Head
         used = math.inf
         for name, color, marker in key:
             shown = _cut(" ".join(str(name).split()), FONT, avail - SWATCH - 4)
-            width = SWATCH + 4 + _width(shown)
+            width = SWATCH + 4 + label_width(shown)
             if used + gap + width > avail:
                 rows.append([])
                 used = -gap
@@ -374,7 +374,7 @@ def _plan_heading(title: str, key: Sequence[tuple[str, str, str]] = ()) -> _Head
     return _Heading(lines, complete, title, rows, height + 6)
 
 
-def _draw_heading(fig: Figure, head: _Heading, tips: _Tips) -> None:
+def draw_heading(fig: Figure, head: _Heading, tips: Tooltips) -> None:
     """Draw a planned heading at the top of ``fig``."""
     w, h = FIGURE_WIDTH, fig.get_size_inches()[1] / PT
 
@@ -422,27 +422,27 @@ def _draw_heading(fig: Figure, head: _Heading, tips: _Tips) -> None:
         y += LINE * FONT
 
 
-def _row_labels(labels: Sequence[Any]) -> tuple[list[tuple[list[str], bool]], float, int]:
+def row_labels(labels: Sequence[Any]) -> tuple[list[tuple[list[str], bool]], float, int]:
     """Each label fitted to :data:`LABEL_SHARE` of the width; the widest line (units) and the
     most lines of any label."""
     fitted = [fit_lines(t, FONT, LABEL_SHARE * FIGURE_WIDTH) for t in labels]
-    widest = max((_width(line) for lines, _ in fitted for line in lines), default=0.0)
+    widest = max((label_width(line) for lines, _ in fitted for line in lines), default=0.0)
     most = max((len(lines) for lines, _ in fitted), default=1)
     return fitted, widest, most
 
 
-def _row_pitch(label_lines: int, series: int = 1) -> float:
+def row_pitch(label_lines: int, series: int = 1) -> float:
     """Units per row: room for ``series`` marks and for the labels' lines."""
     return max(ROW + SUB_ROW * (series - 1), label_lines * LINE * FONT + 5)
 
 
-def _draw_row_labels(
+def draw_row_labels(
     fig: Figure,
     ax: Any,
     ys: Sequence[float],
     fitted: Sequence[tuple[list[str], bool]],
     labels: Sequence[Any],
-    tips: _Tips,
+    tips: Tooltips,
 ) -> None:
     """Row labels right-aligned left of ``ax`` at data heights ``ys``, one text per line."""
     base = ax.get_yaxis_transform()  # x: axes, y: data
@@ -453,7 +453,7 @@ def _draw_row_labels(
                 0,
                 y,
                 line,
-                transform=_offset(fig, base, dx=-5, dy=dy),
+                transform=offset_by(fig, base, dx=-5, dy=dy),
                 ha="right",
                 va="center",
                 fontsize=FONT,
@@ -493,14 +493,14 @@ def fitting_ticks(
         if len(values) < 2:
             return values, labels
         spacing = (values[1] - values[0]) / (hi - lo) * length
-        need = (LINE * FONT + 4) if vertical else max(_width(t) for t in labels) + 12
+        need = (LINE * FONT + 4) if vertical else max(label_width(t) for t in labels) + 12
         if need <= spacing:
             return values, labels
     ends = [values[0], values[-1]] if values else []
     return ends, [tick_text(v) for v in ends]
 
 
-def _offset(fig: Figure, transform: Any, dx: float = 0.0, dy: float = 0.0) -> Any:
+def offset_by(fig: Figure, transform: Any, dx: float = 0.0, dy: float = 0.0) -> Any:
     """``transform`` shifted by (``dx``, ``dy``) units."""
     return transform + ScaledTranslation(dx * PT, dy * PT, fig.dpi_scale_trans)
 
@@ -518,7 +518,7 @@ def _tick_font() -> dict[str, Any]:
     return {"fontsize": FONT, "color": INK, "clip_on": False, "parse_math": False}
 
 
-def _draw_axis(
+def draw_axis(
     fig: Figure,
     ax: Any,
     which: str,
@@ -538,7 +538,7 @@ def _draw_axis(
         if grid and values:
             ax.vlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
         ax.plot(values, [0.0] * len(values), transform=tr, marker=TICKDOWN, **_TICK_STYLE)
-        shifted = _offset(fig, tr, dy=-TICK_SPACE)
+        shifted = offset_by(fig, tr, dy=-TICK_SPACE)
         for v, text in zip(values, labels, strict=True):
             ax.text(v, 0, text, transform=shifted, ha="center", va="top", **_tick_font())
     else:
@@ -547,7 +547,7 @@ def _draw_axis(
         if grid and values:
             ax.hlines(values, 0, 1, transform=tr, colors=GRID_COLOR, linewidth=0.8, zorder=0)
         ax.plot([0.0] * len(values), values, transform=tr, marker=TICKLEFT, **_TICK_STYLE)
-        shifted = _offset(fig, tr, dx=-TICK_SPACE)
+        shifted = offset_by(fig, tr, dx=-TICK_SPACE)
         for v, text in zip(values, labels, strict=True):
             ax.text(0, v, text, transform=shifted, ha="right", va="center", **_tick_font())
 
@@ -557,10 +557,10 @@ def _x_overhang(ticks: tuple[list[float], list[str]]) -> tuple[float, float]:
     labels = ticks[1]
     if not labels:
         return 0.0, 0.0
-    return _width(labels[0]) / 2, _width(labels[-1]) / 2
+    return label_width(labels[0]) / 2, label_width(labels[-1]) / 2
 
 
-def _bottom(xlabel: bool = False) -> float:
+def bottom_margin(xlabel: bool = False) -> float:
     """Bottom margin (units) for x tick labels (and an axis label)."""
     space = TICK_SPACE + LINE * FONT + 3
     if xlabel:
@@ -568,7 +568,7 @@ def _bottom(xlabel: bool = False) -> float:
     return space
 
 
-def _new_figure(height: float) -> tuple[Figure, Any]:
+def new_figure(height: float) -> tuple[Figure, Any]:
     """A transparent :data:`FIGURE_WIDTH` × ``height``-unit figure with one transparent,
     tick-less axes showing only its bottom spine (no pyplot; 72 dpi)."""
     fig = Figure(figsize=(FIGURE_WIDTH * PT, height * PT), dpi=72)
@@ -583,7 +583,9 @@ def _new_figure(height: float) -> tuple[Figure, Any]:
     return fig, ax
 
 
-def _place(fig: Figure, ax: Any, *, left: float, bottom: float, top: float, right: float) -> None:
+def place_axes(
+    fig: Figure, ax: Any, *, left: float, bottom: float, top: float, right: float
+) -> None:
     """Set the axes' margins in units (the cheap replacement of ``tight_layout``)."""
     w = FIGURE_WIDTH
     h = fig.get_size_inches()[1] / PT
@@ -602,7 +604,9 @@ def largest_groups(groups: list[dict[str, Any]], limit: int) -> list[dict[str, A
     return [groups[i] for i in keep]
 
 
-def _span(values: Sequence[float], pad: float = 0.08, minimum: float = 1e-9) -> tuple[float, float]:
+def value_span(
+    values: Sequence[float], pad: float = 0.08, minimum: float = 1e-9
+) -> tuple[float, float]:
     """``[min, max]`` of the finite ``values`` widened by ``pad`` of the range (``(0, 1)``
     when there is none; a point gets ±0.5)."""
     finite = [v for v in values if math.isfinite(v)]
@@ -615,7 +619,7 @@ def _span(values: Sequence[float], pad: float = 0.08, minimum: float = 1e-9) -> 
     return lo - margin, hi + margin
 
 
-def _number(value: float) -> str:
+def alt_number(value: float) -> str:
     """A value for alt text: three significant digits."""
     return f"{value:.3g}" if math.isfinite(value) else "undefined"
 
@@ -625,7 +629,7 @@ def _series_color(s: dict[str, Any], j: int) -> str:
     return str(s.get("color") or SERIES_COLORS[j % len(SERIES_COLORS)])
 
 
-def _x_layout(
+def x_layout(
     lo: float, hi: float, left: float, right: float = 8.0
 ) -> tuple[tuple[list[float], list[str]], float, float]:
     """Ticks fitting an x axis between margins ``left`` and ``right`` (units), and the margins
@@ -655,7 +659,7 @@ def group_rates_svg(
     n = len(shown)
     color = RATE_COLORS.get(rate, SERIES_COLORS[0])
     name = RATE_LABELS.get(rate, rate)
-    tips = _Tips()
+    tips = Tooltips()
 
     est: list[float] = []
     low: list[float] = []
@@ -683,14 +687,14 @@ def group_rates_svg(
         x0, x1 = 0.0, 1.0
 
     names = [g.get("group", "") for g in shown]
-    fitted, label_w, label_lines = _row_labels(names)
-    pitch = _row_pitch(label_lines)
+    fitted, label_w, label_lines = row_labels(names)
+    pitch = row_pitch(label_lines)
     suffix = f" (largest {n} of {len(groups)} groups)" if n < len(groups) else ""
     title = f"{name} by {attr}{suffix}"
-    head = _plan_heading(title)
-    ticks, left, right = _x_layout(x0, x1, label_w + 10)
-    bottom = _bottom()
-    fig, ax = _new_figure(head.height + pitch * max(n, 1) + bottom)
+    head = plan_heading(title)
+    ticks, left, right = x_layout(x0, x1, label_w + 10)
+    bottom = bottom_margin()
+    fig, ax = new_figure(head.height + pitch * max(n, 1) + bottom)
 
     ys = list(range(n))[::-1]  # first group on top
     drawn = [i for i in range(n) if math.isfinite(est[i])]
@@ -723,10 +727,10 @@ def group_rates_svg(
                 parse_math=False,
             )
     ax.set_ylim(-0.5, max(n, 1) - 0.5)
-    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
-    _draw_row_labels(fig, ax, ys, fitted, names, tips)
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    draw_row_labels(fig, ax, ys, fitted, names, tips)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
 
     if alt is None:
         alt = f"Dot plot: {name[:1].lower()}{name[1:]} by {attr} for {n} groups"
@@ -735,12 +739,12 @@ def group_rates_svg(
         if drawn:
             lo_i = min(drawn, key=lambda i: est[i])
             hi_i = max(drawn, key=lambda i: est[i])
-            alt += f"; lowest {names[lo_i]} {_number(est[lo_i])}"
-            alt += f", highest {names[hi_i]} {_number(est[hi_i])}"
+            alt += f"; lowest {names[lo_i]} {alt_number(est[lo_i])}"
+            alt += f", highest {names[hi_i]} {alt_number(est[hi_i])}"
         if len(drawn) < n:
             alt += f"; undefined for {n - len(drawn)} groups"
         alt += "."
-    return _figure_svg(fig, f"fairengine-{attr}-{rate}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-{attr}-{rate}", alt, tips.texts)
 
 
 def interval_forest_svg(
@@ -764,7 +768,7 @@ def interval_forest_svg(
     """
     n = len(labels)
     k = max(len(series), 1)
-    tips = _Tips()
+    tips = Tooltips()
     colors = [_series_color(s, j) for j, s in enumerate(series)]
     values = [
         v
@@ -774,17 +778,17 @@ def interval_forest_svg(
     ]
     if reference is not None:
         values.append(reference)
-    x0, x1 = _span(values, minimum=1e-6)
-    fitted, label_w, label_lines = _row_labels(labels)
-    pitch = _row_pitch(label_lines, k)
+    x0, x1 = value_span(values, minimum=1e-6)
+    fitted, label_w, label_lines = row_labels(labels)
+    pitch = row_pitch(label_lines, k)
     key = [  # the swatch draws a point only for a series that has estimates
         (str(s["name"]), c, "o" if s.get("estimate") else "")
         for s, c in zip(series, colors, strict=True)
     ]
-    head = _plan_heading(title, key if len(series) > 1 else ())
-    ticks, left, right = _x_layout(x0, x1, label_w + 10)
-    bottom = _bottom()
-    fig, ax = _new_figure(head.height + pitch * max(n, 1) + bottom)
+    head = plan_heading(title, key if len(series) > 1 else ())
+    ticks, left, right = x_layout(x0, x1, label_w + 10)
+    bottom = bottom_margin()
+    fig, ax = new_figure(head.height + pitch * max(n, 1) + bottom)
 
     step = SUB_ROW / pitch  # data units between two series on a row
     for j, s in enumerate(series):
@@ -814,19 +818,19 @@ def interval_forest_svg(
     if reference is not None:
         ax.axvline(reference, color=MUTED, linestyle="--", linewidth=1)
     ax.set_ylim(-0.5, max(n, 1) - 0.5)
-    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
-    _draw_row_labels(fig, ax, list(range(n))[::-1], fitted, labels, tips)
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    draw_row_labels(fig, ax, list(range(n))[::-1], fitted, labels, tips)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
 
     if alt is None:
         alt = f"{title}. Interval plot, {n} {rows}"
         if len(series) > 1:
             alt += ", " + " and ".join(str(s["name"]) for s in series) + " on each"
         if reference is not None:
-            alt += f"; dashed reference line at {_number(reference)}"
+            alt += f"; dashed reference line at {alt_number(reference)}"
         alt += "."
-    return _figure_svg(fig, f"fairengine-{salt}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-{salt}", alt, tips.texts)
 
 
 def null_histogram_svg(
@@ -849,18 +853,18 @@ def null_histogram_svg(
     e = [as_float(x) for x in edges]
     c = [as_float(x) for x in counts]
     obs = as_float(observed)
-    tips = _Tips()
-    head = _plan_heading(title)
-    bottom = _bottom()
+    tips = Tooltips()
+    head = plan_heading(title)
+    bottom = bottom_margin()
     plot_h = 110.0
-    fig, ax = _new_figure(head.height + plot_h + bottom)
+    fig, ax = new_figure(head.height + plot_h + bottom)
     x0, x1 = 0.0, 1.0
     inside = True
     if len(e) == len(c) + 1 and c:
         ax.stairs(c, e, fill=True, color=SERIES_COLORS[0], alpha=0.3, linewidth=0)
         ax.stairs(c, e, color=SERIES_COLORS[0], linewidth=0.8)
         lo, hi = e[0], e[-1]
-        x0, x1 = _span([lo, hi], pad=0.02)
+        x0, x1 = value_span([lo, hi], pad=0.02)
         peak = max((v for v in c if math.isfinite(v)), default=0.0)
         top = 1.3 * peak if peak > 0 else 1.0
         ax.set_ylim(0, top)
@@ -875,27 +879,27 @@ def null_histogram_svg(
                 x,
                 top,
                 f"{marker_label} {tick_text(float(f'{obs:.3g}'))}{arrow}",
-                transform=_offset(fig, ax.transData, dx=-3 if right_half else 3, dy=-2),
+                transform=offset_by(fig, ax.transData, dx=-3 if right_half else 3, dy=-2),
                 color=OKABE_ITO["black"],
                 fontsize=FONT,
                 ha="right" if right_half else "left",
                 va="top",
                 parse_math=False,
             )
-    ticks, left, right = _x_layout(x0, x1, 10.0, 10.0)
-    _draw_axis(fig, ax, "x", x0, x1, ticks)
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+    ticks, left, right = x_layout(x0, x1, 10.0, 10.0)
+    draw_axis(fig, ax, "x", x0, x1, ticks)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
 
     if alt is None:
         alt = f"{title}. Histogram"
         if len(e) == len(c) + 1 and c:
             total = sum(v for v in c if math.isfinite(v))
-            alt += f" of {total:,.0f} {values} from {_number(e[0])} to {_number(e[-1])}"
-        alt += f"; {marker_label} {_number(obs)}"
+            alt += f" of {total:,.0f} {values} from {alt_number(e[0])} to {alt_number(e[-1])}"
+        alt += f"; {marker_label} {alt_number(obs)}"
         alt += "" if inside else " (outside the histogram's range)"
         alt += "."
-    return _figure_svg(fig, f"fairengine-null-{title}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-null-{title}", alt, tips.texts)
 
 
 def curve_svg(
@@ -912,16 +916,16 @@ def curve_svg(
     defaults to :data:`SERIES_COLORS` in order), each named at its end, with an optional
     horizontal reference line (e.g. the tolerance δ)."""
     xs = [as_float(v) for v in x]
-    tips = _Tips()
+    tips = Tooltips()
     colors = [_series_color(s, j) for j, s in enumerate(series)]
     lines = [[as_float(v) for v in s["values"]] for s in series]
     ys = [v for values in lines for v in values]
     if hline is not None:
         ys.append(hline)
-    y0, y1 = _span(ys)
+    y0, y1 = value_span(ys)
     plot_h = 130.0
     yticks = fitting_ticks(y0, y1, plot_h, vertical=True, most=4)
-    label_w = max((_width(t) for t in yticks[1]), default=0.0)
+    label_w = max((label_width(t) for t in yticks[1]), default=0.0)
     ends: list[tuple[float, str, bool, str]] = []  # (height in units, shown, complete, name)
     for s, values in zip(series, lines, strict=True):
         last = [v for v in values if math.isfinite(v)]
@@ -933,12 +937,12 @@ def curve_svg(
     for i in range(1, len(ends)):  # keep end labels a line apart
         if ends[i][0] < ends[i - 1][0] + LINE * FONT:
             ends[i] = (ends[i - 1][0] + LINE * FONT, *ends[i][1:])
-    end_w = max((_width(shown) for _, shown, _, _ in ends), default=0.0)
-    head = _plan_heading(title)
-    bottom = _bottom(bool(xlabel))
-    x0, x1 = _span(xs, pad=0.04)
-    ticks, left, right = _x_layout(x0, x1, label_w + TICK_SPACE + 4, end_w + 8)
-    fig, ax = _new_figure(head.height + plot_h + bottom)
+    end_w = max((label_width(shown) for _, shown, _, _ in ends), default=0.0)
+    head = plan_heading(title)
+    bottom = bottom_margin(bool(xlabel))
+    x0, x1 = value_span(xs, pad=0.04)
+    ticks, left, right = x_layout(x0, x1, label_w + TICK_SPACE + 4, end_w + 8)
+    fig, ax = new_figure(head.height + plot_h + bottom)
 
     for values, color in zip(lines, colors, strict=True):
         ax.plot(xs, values, color=color, linewidth=1.6, marker="o", markersize=2.5)
@@ -949,7 +953,7 @@ def curve_svg(
                 0,
                 hline,
                 hline_label,
-                transform=_offset(fig, ax.get_yaxis_transform(), dx=4, dy=1),
+                transform=offset_by(fig, ax.get_yaxis_transform(), dx=4, dy=1),
                 fontsize=FONT,
                 va="bottom",
                 color=MUTED,
@@ -957,8 +961,8 @@ def curve_svg(
             )
     ax.spines["left"].set_visible(True)
     ax.spines["left"].set_color(AXIS_COLOR)
-    _draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
-    _draw_axis(fig, ax, "y", y0, y1, yticks, grid=True)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    draw_axis(fig, ax, "y", y0, y1, yticks, grid=True)
     for height, shown, complete, name in ends:
 
         def end_label(line: str, dy: float, height: float = height) -> Any:
@@ -966,7 +970,7 @@ def curve_svg(
                 1,
                 height / plot_h,
                 line,
-                transform=_offset(fig, ax.transAxes, dx=5, dy=dy),
+                transform=offset_by(fig, ax.transAxes, dx=5, dy=dy),
                 ha="left",
                 va="center",
                 fontsize=FONT,
@@ -981,23 +985,23 @@ def curve_svg(
             0.5,
             0,
             xlabel,
-            transform=_offset(fig, ax.transAxes, dy=-(TICK_SPACE + LINE * FONT + 3)),
+            transform=offset_by(fig, ax.transAxes, dy=-(TICK_SPACE + LINE * FONT + 3)),
             ha="center",
             va="top",
             fontsize=FONT,
             color=INK,
             parse_math=False,
         )
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
 
     if alt is None:
         names = " and ".join(str(s["name"]) for s in series)
         alt = f"{title}. Line chart of {names} over {xlabel or 'x'} ({len(xs)} points)"
         if hline is not None:
-            alt += f"; dashed line at {hline_label or 'reference'} {_number(hline)}"
+            alt += f"; dashed line at {hline_label or 'reference'} {alt_number(hline)}"
         alt += "."
-    return _figure_svg(fig, f"fairengine-curve-{title}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-curve-{title}", alt, tips.texts)
 
 
 def marginal_overlay_svg(
@@ -1007,7 +1011,7 @@ def marginal_overlay_svg(
     (``series`` items: ``{"name", "color", "counts"}``; ``color`` defaults to
     :data:`SERIES_COLORS` in order), e.g. a group versus its flipset."""
     e = [as_float(x) for x in edges]
-    tips = _Tips()
+    tips = Tooltips()
     drawn: list[tuple[list[float], str, str]] = []
     for j, s in enumerate(series):
         c = [as_float(x) for x in s["counts"]]
@@ -1015,22 +1019,22 @@ def marginal_overlay_svg(
         if total <= 0 or len(e) != len(c) + 1:
             continue
         drawn.append(([x / total for x in c], _series_color(s, j), f"{s['name']} (n={total:,.0f})"))
-    head = _plan_heading(title, [(name, color, "") for _, color, name in drawn])
-    bottom = _bottom()
+    head = plan_heading(title, [(name, color, "") for _, color, name in drawn])
+    bottom = bottom_margin()
     plot_h = 110.0
-    x0, x1 = _span(e, pad=0.0)
-    ticks, left, right = _x_layout(x0, x1, 10.0, 10.0)
-    fig, ax = _new_figure(head.height + plot_h + bottom)
+    x0, x1 = value_span(e, pad=0.0)
+    ticks, left, right = x_layout(x0, x1, 10.0, 10.0)
+    fig, ax = new_figure(head.height + plot_h + bottom)
     peak = 0.0
     for share, color, _ in drawn:
         peak = max(peak, *(v for v in share if math.isfinite(v)))
         ax.stairs(share, e, color=color, linewidth=1.6)
     ax.set_ylim(0, 1.05 * peak if peak > 0 else 1)
-    _draw_axis(fig, ax, "x", x0, x1, ticks)
-    _draw_heading(fig, head, tips)
-    _place(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+    draw_axis(fig, ax, "x", x0, x1, ticks)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
 
     if alt is None:
         names = ", ".join(name for _, _, name in drawn) or "no data"
         alt = f"{title}. Normalised histograms over {max(len(e) - 1, 0)} shared bins: {names}."
-    return _figure_svg(fig, f"fairengine-marginal-{title}", alt, tips.texts)
+    return figure_svg(fig, f"fairengine-marginal-{title}", alt, tips.texts)
