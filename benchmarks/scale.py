@@ -122,6 +122,23 @@ def run_stream(paths: list[str], batch_rows: int) -> dict[str, Any]:
     return {"rows": counts.n_rows, "seconds": t, "findings": _findings(results)}
 
 
+def run_stream_memory(paths: list[str], batch_rows: int) -> dict[str, Any]:
+    """Peak RSS after the imports and after the stream alone (no methods)."""
+    from fairengine.roles import ColumnRoles
+    from fairengine.streaming import stream_counts
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    counts = stream_counts(paths, ColumnRoles(**ROLES), threshold=0.5, batch_rows=batch_rows)
+    return {
+        "rows": counts.n_rows,
+        "batches": counts.n_batches,
+        "imports_rss_mb": base,
+        "seconds": {"stream": time.perf_counter() - t0},
+        "findings": {},
+    }
+
+
 def run_pandas(paths: list[str]) -> dict[str, Any]:
     import pandas as pd
 
@@ -156,7 +173,12 @@ def run_pandas(paths: list[str]) -> dict[str, Any]:
 
 def child(args: argparse.Namespace) -> None:
     paths = args.files
-    out = run_stream(paths, args.batch_rows) if args.child == "stream" else run_pandas(paths)
+    if args.child == "memory":
+        out = run_stream_memory(paths, args.batch_rows)
+    elif args.child == "stream":
+        out = run_stream(paths, args.batch_rows)
+    else:
+        out = run_pandas(paths)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 
@@ -187,6 +209,10 @@ def largest_difference(a: dict[str, list], b: dict[str, list]) -> tuple[int, flo
     return len(common), worst
 
 
+def _size_mb(folder: str) -> float:
+    return sum(p.stat().st_size for p in Path(folder).glob("part-*.parquet")) / 2**20
+
+
 def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
     stream = [r for r in runs if r["engine"] == "stream"]
     rows = np.array([r["rows"] for r in stream], dtype=float)
@@ -204,7 +230,9 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"Parquet files of {ROWS_PER_FILE:,} rows. Work: group parity + group metrics (binned "
         "AUC, 4096 bins) + proportion permutation tests (positive rate, TPR, FPR; 1999 "
         "permutations, 42 tests) + intersectional (2000 bootstrap, 4000 posterior draws), "
-        "threshold 0.5. Each run is its own process; peak RSS is its ru_maxrss.",
+        "threshold 0.5. Each run is its own process; peak RSS is its ru_maxrss. The files "
+        f"({_size_mb(args.data):.0f} MB on disk in all) were written before the runs and read "
+        "through the OS page cache (warm).",
         "",
         "| engine | rows | stream/read s | methods s | total s | peak RSS MB | load before/after |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -243,6 +271,30 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+def memory_report(runs: list[dict[str, Any]]) -> str:
+    if not runs:
+        return ""
+    lines = [
+        "",
+        "## Memory of the stream alone",
+        "",
+        "Peak RSS of a process that imports fairengine.streaming and streams the files (no "
+        "methods): after the imports, and at the end. The Parquet files hold row groups of "
+        "1,048,576 rows, so a larger batch_rows reads at most a row group at a time.",
+        "",
+        "| rows | batch_rows | batches | stream s | RSS after imports MB | peak RSS MB | "
+        "stream's share MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        lines.append(
+            f"| {r['rows']:,} | {r['batch_rows']:,} | {r['batches']:,} | "
+            f"{r['seconds']['stream']:.1f} | {r['imports_rss_mb']:.0f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['peak_rss_mb'] - r['imports_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 30, 100], help="millions")
@@ -250,7 +302,14 @@ def main() -> None:
     parser.add_argument("--data", default="/tmp/fairengine-scale")
     parser.add_argument("--batch-rows", type=int, default=1 << 20)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--child", choices=["stream", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--memory",
+        type=int,
+        nargs="*",
+        default=[1 << 16, 1 << 18, 1 << 20],
+        help="batch sizes of the stream-only memory runs (at the smallest and largest size)",
+    )
+    parser.add_argument("--child", choices=["stream", "pandas", "memory"], help=argparse.SUPPRESS)
     parser.add_argument("--files", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -270,7 +329,15 @@ def main() -> None:
             r = measure(engine, files, args.batch_rows)
             print(engine, size, json.dumps(r["seconds"]), f"{r['peak_rss_mb']:.0f} MB", flush=True)
             runs.append(r)
-    text = report(runs, args)
+    memory = []
+    for size in sorted({min(args.sizes), max(args.sizes)}):
+        files = paths[: size * 1_000_000 // ROWS_PER_FILE]
+        for batch_rows in args.memory:
+            r = measure("memory", files, batch_rows)
+            r["batch_rows"] = batch_rows
+            print("memory", size, batch_rows, f"{r['peak_rss_mb']:.0f} MB", flush=True)
+            memory.append(r)
+    text = report(runs, args) + memory_report(memory)
     print(text)
     if args.out:
         Path(args.out).write_text(text)
