@@ -93,7 +93,8 @@ class DatasetSummary(_Record):
     """The audited data: where it came from (``name``, ``source``: a path, ``embedded:<name>``
     or ``pandas.DataFrame``), its size and content ``fingerprint``, the column ``roles``, how
     scores became predictions (``score_type``, ``threshold``, ``positive_label``), the label's
-    rate and each protected attribute's group sizes (``groups[attribute][group]``)."""
+    rate and each protected attribute's group sizes (``groups[attribute][group]``), and the
+    ``task`` of a regression audit."""
 
     name: str | None = None
     source: str | None = None
@@ -105,6 +106,9 @@ class DatasetSummary(_Record):
     positive_label: JSONValue = None
     label_rate: float | None = None
     groups: dict[str, dict[str, int]] = field(default_factory=dict)
+    task: str | None = None
+    """``regression`` for a regression audit (``label_rate`` is then the mean target); absent
+    (None) for a binary audit."""
     _always: ClassVar[frozenset[str]] = frozenset(
         {
             "name",

@@ -39,9 +39,11 @@ from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
 from fairengine.multiplicity import AUDIT_PROCEDURES as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
+from fairengine.prediction_task import DEFAULT_SCORE_TYPE, PLANNED_TASKS, TASKS
 from fairengine.registry import BUILT_IN, METHODS, method_spec
+from fairengine.regression.config import RegressionConfig
 from fairengine.roles import ColumnRoles
-from fairengine.scores import SCORE_TYPES
+from fairengine.scores import BINARY_SCORE_TYPES, SCORE_TYPES
 
 
 @dataclass
@@ -136,6 +138,7 @@ class MethodsConfig:
     fliptest: FlipTestConfig = field(default_factory=FlipTestConfig)
     individual_fairness: IndividualConfig = field(default_factory=IndividualConfig)
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
+    regression_metrics: RegressionConfig = field(default_factory=RegressionConfig)
     registered: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     """Sections of the methods registered from outside this package (by name)."""
 
@@ -313,6 +316,7 @@ class AuditConfig:
     data: DataConfig = field(default_factory=DataConfig)
     columns: ColumnsConfig = field(default_factory=ColumnsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    task: str = "binary"
     score_type: str = "probability"
     threshold: float | None = 0.5
     positive_label: Any = 1
@@ -331,9 +335,10 @@ class AuditConfig:
     name: str | None = None
 
     def __post_init__(self) -> None:
+        self._check_task()
         if self.score_type not in SCORE_TYPES:
             raise ConfigError(
-                f"score_type must be one of {list(SCORE_TYPES)}, got {self.score_type!r}"
+                f"score_type must be one of {list(BINARY_SCORE_TYPES)}, got {self.score_type!r}"
             )
         if self.threshold is not None and not 0.0 <= float(self.threshold) <= 1.0:
             raise ConfigError(f"threshold must lie in [0, 1] or be null, got {self.threshold!r}")
@@ -376,13 +381,55 @@ class AuditConfig:
                 "with the model), not both"
             )
 
+    def _check_task(self) -> None:
+        """``task`` is one this version audits; a regression audit's predictions are values
+        (``score_type: value``, no threshold: the defaults of a binary audit are replaced,
+        anything else set for them is an error, see :meth:`from_dict`)."""
+        if self.task in PLANNED_TASKS:
+            raise ConfigError(
+                f"task {self.task!r} is not supported by this version of FairEngine yet "
+                f"(supported: {', '.join(TASKS)})"
+            )
+        if self.task not in TASKS:
+            raise ConfigError(f"task must be one of {list(TASKS)}, got {self.task!r}")
+        if self.task == "regression":
+            if (self.score_type, self.threshold) == ("probability", 0.5):  # binary defaults
+                self.score_type, self.threshold = DEFAULT_SCORE_TYPE["regression"], None
+            if self.score_type != "value" or self.threshold is not None:
+                raise ConfigError(
+                    "task: regression audits predictions as values: score_type must be 'value' "
+                    f"and threshold null (got score_type {self.score_type!r}, threshold "
+                    f"{self.threshold!r})"
+                )
+        elif self.score_type == "value":
+            raise ConfigError(
+                "score_type 'value' is the prediction of a regression model: set task: "
+                f"regression, or one of {list(BINARY_SCORE_TYPES)} for a binary classifier"
+            )
+
     # ---------------------------------------------------------------- construction
     @classmethod
     def from_dict(cls, raw: dict[str, Any], base_dir: Path | None = None) -> AuditConfig:
         """Build from a plain dict (parsed YAML); relative ``data.path`` is resolved against
-        ``base_dir``. Unknown keys and wrong types raise :class:`ConfigError` naming the key."""
+        ``base_dir``. Unknown keys and wrong types raise :class:`ConfigError` naming the key.
+        With ``task: regression``, ``score_type``, ``threshold`` and ``positive_label`` (binary
+        settings) must not be set (``score_type: value`` and ``threshold: null`` are accepted)."""
         if not isinstance(raw, dict):
             raise ConfigError(f"the audit config must be a mapping, got {type(raw).__name__}")
+        if raw.get("task") == "regression":
+            binary_only = {
+                "score_type": raw.get("score_type", "value") != "value",
+                "threshold": raw.get("threshold") is not None,
+                "positive_label": "positive_label" in raw,
+            }
+            given = [k for k, bad in binary_only.items() if bad]
+            if given:
+                raise ConfigError(
+                    f"{', '.join(given)}: binary-classifier setting(s) given with task: "
+                    "regression; a regression audit compares real-valued predictions with "
+                    "the target (remove them)"
+                )
+            raw = {**raw, "score_type": "value", "threshold": None}
         problems: list[str] = []
         cfg = _build(cls, raw, "", problems)
         if problems:

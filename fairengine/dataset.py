@@ -17,6 +17,7 @@ import pandas as pd
 
 from fairengine.counts import index_dtype
 from fairengine.errors import DataContractError
+from fairengine.prediction_task import TASKS
 from fairengine.roles import ColumnRoles
 from fairengine.scores import (
     ScoreType,
@@ -64,6 +65,10 @@ class AuditDataset:
     threshold: float | None
     positive_label: Any = 1
     feature_columns: tuple[str, ...] = field(default=())
+    task: str = "binary"
+    """``binary`` (0/1 ``label``, probabilities and thresholded ``prediction``) or
+    ``regression`` (:mod:`fairengine.prediction_task`): ``label`` is the real-valued target
+    (float64) and ``prediction`` the model's real-valued prediction; ``probability`` is None."""
 
     @property
     def n_rows(self) -> int:
@@ -91,8 +96,11 @@ class AuditDataset:
         return frame_fingerprint(self.frame, [*self.roles.role_columns(), *self.feature_columns])
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready description: rows, fingerprint, roles, group sizes per attribute."""
+        """JSON-ready description: rows, fingerprint, roles, group sizes per attribute (and the
+        task of a regression audit; ``label_rate`` is then the mean target)."""
+        extra = {} if self.task == "binary" else {"task": self.task}
         return {
+            **extra,
             "n_rows": self.n_rows,
             "fingerprint": self.fingerprint(),
             "roles": self.roles.to_dict(),
@@ -116,8 +124,13 @@ class AuditDataset:
         threshold: float | None = None,
         positive_label: Any = 1,
         min_group_size: int = 1,
+        task: str = "binary",
     ) -> AuditDataset:
         """Validate ``frame`` against ``roles`` and build the dataset.
+
+        ``task="regression"``: the label is a real-valued target (numeric, finite) and the
+        score column the model's prediction (numeric, finite; ``score_type`` ``value``); no
+        threshold or positive label applies.
 
         Raises :class:`DataContractError` naming the column and the problem for: a missing
         column, an empty table, a label that is not binary, nulls in the label or a protected
@@ -129,6 +142,14 @@ class AuditDataset:
             raise DataContractError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
         if not isinstance(roles, ColumnRoles):
             raise DataContractError(f"roles must be a ColumnRoles, got {type(roles).__name__}")
+        if task not in TASKS:
+            raise DataContractError(f"task must be one of {list(TASKS)}, got {task!r}")
+        if task == "regression":
+            score_type, threshold, positive_label = "value", None, None
+        elif score_type == "value":
+            raise DataContractError(
+                "score_type 'value' is a regression model's prediction; use task='regression'"
+            )
         st = check_score_type(score_type)
         t = effective_threshold(st, threshold)  # labels: their own hard predictions
         if not isinstance(min_group_size, int | np.integer) or min_group_size < 1:
@@ -142,10 +163,15 @@ class AuditDataset:
                 "the data has no rows; an audit needs at least one row per group"
             )
 
-        label = _encode_label(frame[roles.label], roles.label, positive_label)
+        if task == "regression":
+            label = _encode_target(frame[roles.label], roles.label)
+        else:
+            label = _encode_label(frame[roles.label], roles.label, positive_label)
         groups = {a: _encode_group(frame[a], a, min_group_size) for a in roles.protected}
         probability = prediction = None
-        if roles.score is not None:
+        if task == "regression" and roles.score is not None:
+            prediction = _check_scores(frame[roles.score], roles.score, st)
+        elif roles.score is not None:
             probability = _check_scores(frame[roles.score], roles.score, st)
             prediction = positive_prediction(probability, t)
         weights = _check_weights(frame[roles.weight], roles.weight) if roles.weight else None
@@ -161,6 +187,7 @@ class AuditDataset:
             threshold=t,
             positive_label=positive_label,
             feature_columns=tuple(features),
+            task=task,
         )
 
 
@@ -218,6 +245,24 @@ def _encode_label(col: pd.Series, name: str, positive_label: Any) -> np.ndarray:
             f"{positive_label!r} is not one of them; set positive_label"
         )
     return is_pos.astype(np.int8)
+
+
+def _encode_target(col: pd.Series, name: str) -> np.ndarray:
+    """A regression target: numeric (booleans count as 0/1), no missing or infinite values."""
+    if not pd.api.types.is_numeric_dtype(col.dtype):
+        raise DataContractError(
+            f"label column {name!r} (the target of a regression audit) must be numeric; found "
+            f"dtype {col.dtype} (e.g. {_examples(col)})"
+        )
+    y = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        raise DataContractError(
+            f"label column {name!r} (the target of a regression audit) has {int(bad.sum())} "
+            f"missing or infinite value(s) (e.g. {_examples(col[bad])}); every row needs a "
+            "target"
+        )
+    return y
 
 
 def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:

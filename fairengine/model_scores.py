@@ -239,7 +239,7 @@ def classify_output(
         picked = arr if column is None else arr[:, column]
         n_distinct, distinct = _few_distinct(picked)
         if n_distinct == 1:
-            raise _constant(what, distinct[0])
+            raise constant_output_error(what, distinct[0])
         return ModelOutput(
             np.full(n_rows, np.nan), column, name, n_distinct, distinct, True, text=True
         )
@@ -267,7 +267,7 @@ def classify_output(
         )
     n_distinct, distinct = _few_distinct(scores)
     if n_distinct == 1:
-        raise _constant(what, distinct[0])
+        raise constant_output_error(what, distinct[0])
     integer_valued = bool(np.all(scores == np.round(scores)))
     if integer_valued:  # shown and matched as the integers they are
         distinct = tuple(int(v) for v in distinct)
@@ -282,7 +282,8 @@ def classify_output(
     )
 
 
-def _constant(what: str, value: Any) -> ModelLoadError:
+def constant_output_error(what: str, value: Any) -> ModelLoadError:
+    """The error for a model that gives every row the same output."""
     return ModelLoadError(
         f"{what} returned the same value {value!r} for every row: a constant model cannot be "
         "audited (every group gets the same prediction); check that the model and its input "

@@ -13,6 +13,9 @@ A method is a :class:`MethodSpec`:
   ``"model"`` (the underlying estimator or torch module, e.g. the gradient-flow attack). A
   method that needs the model is ``not_run`` with the reason when the scores come from a data
   column;
+* ``tasks``: the audit tasks it is defined for (:mod:`fairengine.prediction_task`; default
+  ``("binary",)``); in an audit of another task it is ``not_run`` as not applicable, with the
+  reason;
 * ``details``: the frozen dataclass of its result's details (a :class:`MethodDetails`
   subclass; :class:`NoDetails` for a method whose findings say everything): what its report
   view draws, read back from ``audit.json`` as that type;
@@ -53,6 +56,9 @@ from fairengine.mitigation.config import MitigationConfig
 from fairengine.mitigation.result import DeployedMitigation, MitigationDetails
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.result import PermutationDetails
+from fairengine.prediction_task import TASKS
+from fairengine.regression.config import RegressionConfig
+from fairengine.regression.result import RegressionDetails
 from fairengine.results import MethodDetails, MethodResult, NoDetails, register_details
 
 ModelNeed = Literal["none", "predict_proba", "model"]
@@ -81,8 +87,18 @@ class MethodSpec:
     needs: ModelNeed = "none"
     summary: Callable[[MethodResult, Any], str] | None = None
     details: type[MethodDetails] = NoDetails
+    tasks: tuple[str, ...] = ("binary",)
+
+    def applies_to(self, task: str) -> bool:
+        """Whether the method is defined for an audit of ``task``."""
+        return task in self.tasks
 
     def __post_init__(self) -> None:
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if not self.tasks or unknown:
+            raise ValueError(
+                f"method {self.name!r}: tasks must be some of {list(TASKS)}, got {self.tasks!r}"
+            )
         if not self.name.isidentifier() or self.name.startswith("_"):
             raise ValueError(f"method name {self.name!r} must be a Python identifier")
         if not is_dataclass(self.config) or "enabled" not in {f.name for f in fields(self.config)}:
@@ -277,6 +293,24 @@ def _mitigation_summary(result: MethodResult, config: MitigationConfig) -> str:
     )
 
 
+def _run_regression_metrics(
+    dataset: AuditDataset, config: RegressionConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.regression.method import run_regression_metrics
+
+    return run_regression_metrics(dataset, config, seed=context.seed)
+
+
+def _regression_summary(result: MethodResult, config: RegressionConfig) -> str:
+    details = result.details
+    assert isinstance(details, RegressionDetails)
+    pairs = sum(len(a.pairs) for a in details.attributes)
+    return (
+        f"Regression metrics: {len(details.attributes)} attribute(s), {pairs} group pair(s) x "
+        f"{config.n_permutations} permutations in {result.seconds or 0.0:.1f} s"
+    )
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec(
         "group_parity",
@@ -335,6 +369,15 @@ METHODS: list[MethodSpec] = [
         _run_mitigation,
         summary=_mitigation_summary,
         details=MitigationDetails,
+    ),
+    MethodSpec(
+        "regression_metrics",
+        "Regression fairness (errors, bias and predictions by group)",
+        RegressionConfig,
+        _run_regression_metrics,
+        summary=_regression_summary,
+        details=RegressionDetails,
+        tasks=("regression",),
     ),
 ]
 """Every method of an audit, in report order."""

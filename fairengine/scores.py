@@ -7,6 +7,8 @@ Follows LiFT's conventions (``../shared/docs/lift-semantics.md`` §1.1):
   ``score_type="label"``: s is a hard 0/1 prediction ŷ and p = ŷ; the threshold does not apply
   (ŷ is its own decision: 1{ŷ > t} = ŷ for every t in [0, 1)), and ranking metrics such as the
   AUC are not applicable (one step, no ranking).
+* ``score_type="value"``: the prediction of a regression model (``task: regression``), a real
+  number audited as it is; thresholds and probabilities do not apply.
 * With a threshold t, the prediction is ŷ = 1{p > t} (**strict**), on the probability scale.
 * Without a threshold, p itself is the probability of a positive prediction, so summing it over a
   group gives the *expected* number of positive predictions ("expected counts").
@@ -21,8 +23,10 @@ from scipy.special import expit
 
 from fairengine.errors import DataContractError
 
-ScoreType = Literal["raw", "probability", "label"]
-SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label")
+ScoreType = Literal["raw", "probability", "label", "value"]
+SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label", "value")
+BINARY_SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label")
+"""The score types of a binary audit; ``value`` is a regression model's prediction."""
 
 #: The threshold of hard 0/1 labels: 1{ŷ > 0.5} = ŷ, so labels are their own predictions.
 LABEL_THRESHOLD = 0.5

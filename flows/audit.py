@@ -29,6 +29,7 @@ from fairengine.errors import ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
 from fairengine.permutation.method import PermutationResampler
+from fairengine.regression.resampler import RegressionResampler
 from fairengine.results import AuditResult, MethodResult
 from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
@@ -266,6 +267,7 @@ def decision_resampler(
         IntersectionalResampler(
             dataset, cfg.methods.intersectional, result["intersectional"], seed=cfg.seed
         ),
+        RegressionResampler(dataset, cfg.methods.regression_metrics, seed=cfg.seed),
     )
     root = cache_root(cfg)
     if root is None:
@@ -275,6 +277,8 @@ def decision_resampler(
         "fliptest": cfg.methods.fliptest,
         "intersectional": cfg.methods.intersectional,
     }
+    if dataset.task == "regression":
+        settings["regression_metrics"] = cfg.methods.regression_metrics
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 

@@ -25,6 +25,7 @@ from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
+from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
 from fairengine.results import MethodResult
 from tasks.caching import method_cache_policy
@@ -92,7 +93,9 @@ def run_methods(
     (:func:`fairengine.library_threads.single_threaded`): on 2 cores, nested BLAS/torch pools
     made FlipTest's small products 3-16x slower.
     """
-    enabled = sum(bool(method_config(cfg, m.name).enabled) for m in METHODS)
+    enabled = sum(
+        bool(method_config(cfg, m.name).enabled) and m.applies_to(dataset.task) for m in METHODS
+    )
     # one level of parallelism: methods that fill the cores together keep BLAS, OpenMP and
     # torch single-threaded (nested pools on the same cores wait on each other)
     with single_threaded() if concurrent_tasks_single_threaded(enabled) else nullcontext():
@@ -101,6 +104,14 @@ def run_methods(
         results: dict[str, MethodResult] = {}
         for spec in METHODS:
             params = method_config(cfg, spec.name)
+            if not spec.applies_to(dataset.task):
+                results[spec.name] = MethodResult(
+                    spec.name,
+                    spec.title,
+                    status="not_run",
+                    reason=not_applicable_reason(spec.title, spec.tasks, dataset.task),
+                )
+                continue
             if not params.enabled:
                 results[spec.name] = MethodResult(
                     spec.name,

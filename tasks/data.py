@@ -121,6 +121,7 @@ def dataset_from_config(frame: pd.DataFrame, roles: ColumnRoles, cfg: AuditConfi
         threshold=cfg.threshold,
         positive_label=cfg.positive_label,
         min_group_size=cfg.validation.min_group_size,
+        task=cfg.task,
     )
 
 

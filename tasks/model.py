@@ -34,6 +34,7 @@ from fairengine.model_scores import (
     ScoreSource,
     SourceProbability,
     classify_output,
+    constant_output_error,
     conversion_note,
     label_indicator,
     label_positive_value,
@@ -374,6 +375,8 @@ def choose_score_source(
     features = model_input.prepare(frame)
     n = len(features)
     notes: list[str] = []
+    if score_type == "value":
+        return _regression_predictions(pyfunc, features, model_input, raw, name, flavor, estimator)
     if (
         score_type != "label"
         and raw is not None
@@ -478,6 +481,53 @@ def choose_score_source(
     return ModelScores(out.scores, source, tuple(notes))
 
 
+def _regression_predictions(
+    pyfunc: Any,
+    features: pd.DataFrame,
+    model_input: ModelInput,
+    raw: Any,
+    name: str,
+    flavor: str,
+    estimator: str | None,
+) -> ModelScores:
+    """A regression audit's predictions: the pyfunc's ``predict``, one finite number per row
+    (shape (n,) or (n, 1)); anything else is a :class:`ModelLoadError` saying what came back."""
+    what = f"the pyfunc predict of {name}"
+    try:
+        output = pyfunc.predict(features)
+    except Exception as exc:
+        raise _scoring_failure(exc, model_input, raw) from None
+    values = output.to_numpy() if hasattr(output, "to_numpy") else output
+    arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    n = len(features)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ModelLoadError(
+            f"task: regression needs one prediction per row, but {what} returned shape "
+            f"{arr.shape} for {n} rows"
+        )
+    if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, np.bool_)):
+        raise ModelLoadError(
+            f"task: regression needs numeric predictions, but {what} returned values of type "
+            f"{arr.dtype} (e.g. {list(arr[:3])}); is this a classifier?"
+        )
+    pred = arr.astype(np.float64)
+    bad = ~np.isfinite(pred)
+    if bad.any():
+        raise ModelLoadError(f"{what} returned {int(bad.sum())} missing or infinite prediction(s)")
+    if n > 1 and np.all(pred == pred[0]):
+        raise constant_output_error(what, pred[0])
+    source = ScoreSource(
+        "pyfunc_output",
+        f"output of {what}, one prediction per row (regression)",
+        "value",
+        flavor=flavor,
+        estimator=estimator,
+    )
+    return ModelScores(pred, source)
+
+
 def _how_to_serve_probabilities(flavor: str, raw: Any) -> str:
     if flavor == "sklearn" and raw is not None:
         return (
@@ -565,7 +615,9 @@ def model_handles(
 
     model: Any
     raw = _underlying(pyfunc, source.flavor or "python_function")
-    if source.kind == "label":
+    if score_type == "value":  # a regression model: its own object (no probabilities)
+        model = raw if raw is not None else pyfunc
+    elif source.kind == "label":
         model = LabelOnlyModel(source)
     elif source.kind == "predict_proba":
         model = raw

@@ -166,9 +166,24 @@ def _plan(
             "not_null",
         )
 
-    # label: no nulls; binary
+    # label: no nulls; binary (a regression audit's target: numeric and finite)
     y = roles.label
-    if y in present:
+    if y in present and score_type == "value":
+        checks.append(not_null(y, "label"))
+        checks.append(_numeric_check(y, "label"))
+        if pd.api.types.is_numeric_dtype(frame[y].dtype):
+            checks.append(
+                _Check(
+                    gxe.ExpectColumnValuesToBeBetween(
+                        column=y, min_value=-_FLOAT_MAX, max_value=_FLOAT_MAX
+                    ),
+                    y,
+                    f"label column {y!r} (the regression target) is finite (no ±inf)",
+                    "between",
+                    {"noun": "infinite value", "where": "", "hint": ""},
+                )
+            )
+    elif y in present:
         checks.append(not_null(y, "label"))
         if _is_numeric(frame[y]) and _is_one(positive_label):
             checks.append(
@@ -407,7 +422,8 @@ def validate_frame(
     Checks, in this order: the table has at least one row; every role column exists (label,
     protected attributes, score, weight, explicitly listed features); the label has no missing
     values and is binary (values in {0, 1} when it is numeric/boolean and ``positive_label`` is
-    1, otherwise at most two distinct values); each protected attribute has no missing values,
+    1, otherwise at most two distinct values; with ``score_type="value"``, a regression audit,
+    it is numeric and finite instead); each protected attribute has no missing values,
     at least two groups and no group smaller than ``min_group_size`` rows; the score has no
     missing values, is numeric and lies in [0, 1] (``score_type="probability"``) or is finite
     (``"raw"``); the weight has no missing values, is numeric, finite and non-negative. Checks
@@ -422,7 +438,8 @@ def validate_frame(
     ----------
     frame : the audit table.
     roles : which column plays which role.
-    score_type : ``"probability"`` (scores in [0, 1]) or ``"raw"`` (finite logits/margins).
+    score_type : ``"probability"`` (scores in [0, 1]), ``"raw"`` (finite logits/margins) or
+        ``"value"`` (a regression model's finite predictions; the label is a real target).
     positive_label : the label value of the positive outcome.
     min_group_size : the smallest allowed group of a protected attribute.
 

@@ -112,12 +112,14 @@ def header_view(result: AuditResult) -> dict[str, Any]:
     score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 predictions as given (no threshold; AUC-type metrics not applicable)"
+    elif score_type == "value":
+        prediction = "a regression model's predictions (real values; task: regression)"
     elif threshold is not None:
         prediction = f"{fmt_value(score_type)} scores, threshold {fmt_value(threshold)}"
     else:
         prediction = f"{fmt_value(score_type)} scores, no threshold (expected rates)"
     model_items = [
-        item("Model", model.name or "scores taken from the data"),
+        item("Model", model.name or model.uri or "scores taken from the data"),
         item("Version", model.version),
         item("Model URI", model.uri, code=True),
         item("Predictions", prediction),
@@ -184,6 +186,8 @@ def identity_view(result: AuditResult) -> list[dict[str, str]]:
     name = model.name
     if name:
         model_text = f"{name} v{model.version}" if model.version else str(name)
+    elif model.uri:  # a Python object (python:<class>@<hash>) or a path / runs:/ URI
+        model_text = str(model.uri)
     else:
         model_text = f"scores from the data column {fmt_value(roles.score)}"
     source = dataset.source or ""
@@ -193,6 +197,8 @@ def identity_view(result: AuditResult) -> list[dict[str, str]]:
     score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 labels"
+    elif score_type == "value":
+        prediction = "values (regression)"
     elif threshold is not None:
         prediction = f"{fmt_value(score_type)} > {fmt_value(threshold)}"
     else:
@@ -372,10 +378,31 @@ def _version_label(version: Any) -> str:
     return f"v{version}" if version else DASH
 
 
+NA = "not applicable to a "
+"""How a method's not-run reason starts when it is not defined for the audit's task
+(:func:`fairengine.prediction_task.not_applicable_reason`)."""
+
+
+def _inapplicable_words(views: list[dict[str, Any]]) -> str:
+    """"not applicable to a regression audit (defined for binary classifiers)" from the
+    methods' reasons; each group of methods defined for the same tasks is named once."""
+    if not views:
+        return ""
+    head = views[0]["reason"].split(":", 1)[0]
+    defined = sorted(
+        {v["reason"].split(" is defined for ", 1)[-1].split(" (task", 1)[0] for v in views}
+    )
+    return f"{head} (defined for {'; '.join(defined)})"
+
+
 def report_context(result: AuditResult) -> dict[str, Any]:
     """Everything the template needs, as plain pre-formatted data (plus ``result``)."""
     protected = [str(a) for a in result.dataset.roles.protected]
-    methods = [method_view(m, i, protected) for i, m in enumerate(result.methods)]
+    every = [method_view(m, i, protected) for i, m in enumerate(result.methods)]
+    # methods not defined for the audit's task (e.g. binary-only methods in a regression audit)
+    # are listed on one line, not as a section each
+    inapplicable = [m for m in every if m["status"] == "not_run" and m["reason"].startswith(NA)]
+    methods = [m for m in every if m not in inapplicable]
     ran = [m for m in methods if m["status"] == "ok"]
     verdict_rows = [f for m in ran for f in m["findings"] if f["counts"]]
     verdict_rows.sort(key=lambda f: DECISION_ORDER.get(f["decision"], 3))  # stable
@@ -412,6 +439,8 @@ def report_context(result: AuditResult) -> dict[str, Any]:
         "resamples_drawn": f"{decisions.resamples_drawn:,}",
         "n_untested": untested,
         "methods": methods,
+        "inapplicable_methods": [m["title"] for m in inapplicable],
+        "inapplicable_reason": _inapplicable_words(inapplicable),
         "validation": validation_view(result.validation),
         "trend": trend_view(result),
         "config_text": config_text(result.config),
