@@ -1,5 +1,5 @@
 """fairengine.multiclass.distances and .epsilon: TV, Jensen–Shannon and Hellinger against
-scipy.spatial.distance, ε over K outcomes against brute force (Foulds et al. 2020 Def. 2.1) and,
+scipy.spatial.distance, ε over K outcomes against brute force (Foulds et al. 2020's definition) and,
 for K = 2, against the intersectional package's smoothed estimator."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """ε-differential fairness of a multiclass prediction over its K outcomes.
 
-Foulds, Islam, Keya & Pan (2020), "An intersectional definition of fairness", ICDE, Def. 2.1:
-a mechanism is ε-differentially fair for groups s ∈ S when, for every outcome c and every
-pair s, s',
+Foulds, Islam, Keya & Pan (2020), "An intersectional definition of fairness", ICDE (the
+definition of ε-differential fairness; notes ``intersectional.md``): a mechanism is
+ε-differentially fair for groups s ∈ S when, for every outcome c and every pair s, s',
 
     e^(−ε) ≤ P(ŷ = c | s) / P(ŷ = c | s') ≤ e^ε,
 
@@ -16,9 +16,9 @@ Georgatzis (2019, arXiv:1911.01468) note the categorical case. Estimators
 (as :mod:`fairengine.intersectional` for two outcomes):
 
 * **empirical**: r_sc = N_sc / N_s (∞ when a group never gets a class another group gets);
-* **smoothed** (Foulds et al. 2020, eq. 6, the Dirichlet posterior mean): r̃_sc =
-  (N_sc + α)/(N_s + Kα) with α = ``concentration``/K (concentration 1 by default, so K = 2 gives
-  the intersectional package's α = β = ½);
+* **smoothed** (Foulds et al. 2020's smoothed empirical estimator, the Dirichlet posterior
+  mean): r̃_sc = (N_sc + α)/(N_s + Kα) with α = ``concentration``/K (concentration 1 by
+  default, so K = 2 gives the intersectional package's α = β = ½);
 * **Bayesian** (optional, ``n_draws`` > 0): θ_s ~ Dirichlet(N_s· + α) independently per group
   (the conjugate posterior of a multinomial), ε per draw; the posterior mean, median, equal-tailed
   credible interval and one-sided upper bound.

@@ -381,9 +381,6 @@ def _pair(
     else:
         draws = "rows"
         obs_a, null_a = _row_null(data, a, b, t, rng)
-        total = np.zeros_like(obs_a)
-        total += shared.table[a]
-        total += shared.table[b]
     obs_b = total - obs_a
     metric_idx = [RATE_METRICS.index(m) for m in opts.metrics]
     null_z = np.empty((t, len(metric_idx), k))
