@@ -12,7 +12,17 @@ import pytest
 from scipy import stats
 
 from fairengine.errors import DataContractError
-from fairengine.multiclass import PairTests, all_pair_tests, pair_permutation_tests, pair_seed
+from fairengine.multiclass import (
+    RATE_METRICS,
+    MulticlassAttribute,
+    MulticlassDetails,
+    PairTests,
+    all_pair_tests,
+    differential_fairness,
+    group_class_rates,
+    pair_permutation_tests,
+    pair_seed,
+)
 from fairengine.permutation.metrics import RATIO_METRICS as ENGINE_METRICS
 from fairengine.permutation.metrics import row_values, studentized_difference
 
@@ -201,3 +211,35 @@ def test_json_round_trip_and_errors() -> None:
         pair_permutation_tests(
             y, pred, codes, ["g0", "g1", "g2"], CLASSES, n_permutations=0, **base
         )
+
+
+def test_explicit_pairs_streams_and_details_round_trip() -> None:
+    """An audit that caps its pairs passes them with its running stream count; the typed
+    details (rates, pairs, ε) round-trip through strict JSON."""
+    y, pred, codes = _pair_data(600)
+    cats = ["g0", "g1", "g2"]
+    sub = all_pair_tests(
+        y, pred, codes, cats, CLASSES, n_permutations=50, seed=3, pairs=[("g2", "g0")],
+        first_stream=4, attribute="race",
+    )  # fmt: skip
+    one = pair_permutation_tests(
+        y, pred, codes, cats, CLASSES, group_a="g2", group_b="g0", n_permutations=50,
+        seed=pair_seed(3, 4), attribute="race",
+    )  # fmt: skip
+    assert sub == (one,)
+    with pytest.raises(DataContractError, match="with itself"):
+        all_pair_tests(y, pred, codes, cats, CLASSES, pairs=[(0, "g0")])
+    rates = group_class_rates(y, pred, codes, cats, CLASSES, attribute="race")
+    eps = differential_fairness(y, pred, codes, cats, CLASSES, attribute="race", n_draws=200)
+    details = MulticlassDetails(
+        (MulticlassAttribute("race", rates, sub, 1, 3, eps),),
+        tuple(CLASSES),
+        "argmax",
+        50,
+        0.95,
+        RATE_METRICS,
+    )
+    d = details.to_dict()
+    back = MulticlassDetails.from_dict(json.loads(json.dumps(d, allow_nan=False)))
+    assert isinstance(back, MulticlassDetails) and back.to_dict() == d
+    assert back.attributes[0].pairs == sub

@@ -15,7 +15,8 @@ predicted class, ties to the lowest code; ``"expected"``: expected counts), inte
 * :func:`differential_fairness` — ε-differential fairness over the K outcomes, empirical,
   smoothed (Dirichlet) and optionally its posterior (:mod:`.epsilon`).
 * :func:`multiclass_findings` — the :class:`~fairengine.results.Finding` list of all of the
-  above (:mod:`.findings`).
+  above (:mod:`.findings`); :class:`MulticlassDetails` — the typed details of an audit step
+  (:mod:`.result`).
 
 Every result is a frozen dataclass with a lossless ``to_dict``/``from_dict``.
 """
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         RateEstimate,
         group_class_rates,
     )
+    from fairengine.multiclass.result import MulticlassAttribute, MulticlassDetails
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -68,6 +70,8 @@ __getattr__, __dir__ = lazy_exports(
         "all_pair_tests": "permutation",
         "pair_permutation_tests": "permutation",
         "pair_seed": "permutation",
+        "MulticlassAttribute": "result",
+        "MulticlassDetails": "result",
         "ClassRates": "rates",
         "GroupClassRates": "rates",
         "RateEstimate": "rates",
@@ -83,6 +87,8 @@ __all__ = [
     "ClassRates",
     "EpsilonPosterior",
     "GroupClassRates",
+    "MulticlassAttribute",
+    "MulticlassDetails",
     "MulticlassEpsilon",
     "MulticlassInputs",
     "PairTests",

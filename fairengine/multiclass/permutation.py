@@ -275,9 +275,14 @@ def all_pair_tests(
     confidence_level: float = 0.95,
     seed: int = 0,
     attribute: str = "group",
+    pairs: Sequence[tuple[int | str, int | str]] | None = None,
+    first_stream: int = 0,
 ) -> tuple[PairTests, ...]:
-    """:func:`pair_permutation_tests` for every pair of codes a < b, in order (0,1), (0,2), …;
-    pair i draws from :func:`pair_seed` (seed, i). The inputs are checked and tabulated once."""
+    """:func:`pair_permutation_tests` for every pair of codes a < b, in order (0,1), (0,2), …,
+    or for the given ``pairs`` (labels or codes, e.g. the largest groups' pairs when the audit
+    caps them); the i-th pair draws from :func:`pair_seed` (seed, first_stream + i), so an audit
+    numbering its pairs across attributes passes its running count. The inputs are checked
+    and tabulated once."""
     opts = _options(
         metrics, distance_tests, n_permutations, alternative, studentize, confidence_level
     )
@@ -287,10 +292,28 @@ def all_pair_tests(
     shared = _Shared.of(data)
     kind = prediction_kind(prediction, probabilities)
     n_groups = len(data.categories)
-    pairs = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
+    if pairs is None:
+        codes = [(a, b) for a in range(n_groups) for b in range(a + 1, n_groups)]
+    else:
+        codes = []
+        for ga, gb in pairs:
+            a = _resolve(ga, data.categories, "pairs: group_a")
+            b = _resolve(gb, data.categories, "pairs: group_b")
+            if a == b:
+                raise DataContractError(f"pairs: a pair of {data.categories[a]!r} with itself")
+            codes.append((a, b))
     return tuple(
-        _pair(data, shared, a, b, opts, np.random.default_rng(pair_seed(seed, i)), attribute, kind)
-        for i, (a, b) in enumerate(pairs)
+        _pair(
+            data,
+            shared,
+            a,
+            b,
+            opts,
+            np.random.default_rng(pair_seed(seed, first_stream + i)),
+            attribute,
+            kind,
+        )
+        for i, (a, b) in enumerate(codes)
     )
 
 
