@@ -165,3 +165,15 @@ def test_compas_score_text_audit() -> None:
     sel = keys["mc_selection.High.race.African-American_Caucasian"]
     assert sel.estimate > 0.1 and sel.pvalue == pytest.approx(1 / 1000)
     assert keys["mc_tv.race.African-American_Caucasian"].pvalue == pytest.approx(1 / 1000)
+
+
+def test_undefined_difference_is_not_tested() -> None:
+    # group b has no row of true class High: its TPR of High is undefined
+    y = np.array([0, 1, 2, 2, 0, 1, 0, 1])
+    pred = np.array([0, 1, 2, 1, 0, 0, 0, 1])
+    codes = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    pairs = all_pair_tests(y, pred, codes, ["a", "b"], CLASSES, n_permutations=19)
+    f = {x.key: x for x in multiclass_findings(None, pairs)}
+    undefined = f["mc_tpr.High.group.a_b"]
+    assert undefined.pvalue is None and "undefined in group=b" in undefined.reading
+    assert f["mc_tpr.Low.group.a_b"].pvalue is not None

@@ -108,11 +108,19 @@ def _difference_finding(pt: PairTests, t: RateDifferenceTest) -> Finding:
     human = _rate_words(t.metric, cls)
     rel = {"two-sided": "=", "greater": "≤", "less": "≥"}[t.alternative]
     iv = t.interval
+    key = f"mc_{t.metric}.{key_token(cls)}.{part_token(attr)}.{pair_token(pt.group_a, pt.group_b)}"
+    if math.isnan(t.difference):  # a group without rows of the conditioning class: not tested
+        return Finding(
+            key=key,
+            label=f"{human} difference, {attr}: {a} − {b}",
+            estimate=t.difference,
+            reading=(
+                f"The {human} is undefined in {attr}={a if math.isnan(t.value_a) else b} (no "
+                f"row it conditions on), so its difference is not tested."
+            ),
+        )
     return Finding(
-        key=(
-            f"mc_{t.metric}.{key_token(cls)}.{part_token(attr)}."
-            f"{pair_token(pt.group_a, pt.group_b)}"
-        ),
+        key=key,
         label=f"{human} difference, {attr}: {a} − {b}",
         estimate=t.difference,
         interval=iv,
