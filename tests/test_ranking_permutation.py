@@ -101,12 +101,17 @@ def test_detects_a_ranking_that_favours_a_group() -> None:
         assert t.adjusted_difference == pytest.approx(t.difference, abs=1e-12)
 
 
-def test_within_list_masks_keep_labels_and_are_uniform() -> None:
+@pytest.mark.parametrize("long_list", [0, 30])
+def test_within_list_masks_keep_labels_and_are_uniform(long_list: int) -> None:
+    """Lists of 3, 4 and 2 items (sorted per list in a padded array) and, with a list of 30
+    more, the one-argsort path (padding would cost more than PAD_FACTOR times the items)."""
     rng = np.random.default_rng(11)
-    lists = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2])
-    labels = np.array([True, False, False, True, True, False, False, True, False])
+    lists = np.r_[[0, 0, 0, 1, 1, 1, 1, 2, 2], np.full(long_list, 3)]
+    labels = np.r_[
+        [True, False, False, True, True, False, False, True, False], np.arange(long_list) < 10
+    ].astype(bool)
     masks = within_list_masks(rng, lists, labels, 30_000)
-    for lid in range(3):
+    for lid in np.unique(lists):
         cols = lists == lid
         np.testing.assert_array_equal(masks[:, cols].sum(axis=1), labels[cols].sum())
         # every position of the list is A with probability n_A,l / n_l (binomial 5 SE)

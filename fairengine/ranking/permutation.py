@@ -20,16 +20,21 @@ group concentrated in short lists would differ in raw exposure under the null). 
 Δ is the raw difference of the group means, reported as ``difference`` in every case. The
 p-value compares Z with the Z of every permutation, each studentized with its own se (DiCiccio,
 Vasudevan, Basu, Kenthapadi & Agarwal 2020, "Evaluating fairness using permutation tests", KDD,
-§3.3: exact under the exchangeability null, and asymptotically valid for the weak null of equal
-means when the groups' variances and sizes differ); p = (1 + n_extreme)/(1 + n_permutations)
+§3.3). The test is exact under the exchangeability null whatever the statistic; for one list,
+DiCiccio et al. show the studentized test is also asymptotically valid for the weak null of
+equal means when the groups' variances and sizes differ (with several lists that is the
+same construction, not proven here). p = (1 + n_extreme)/(1 + n_permutations)
 with the tie tolerance of :func:`fairengine.permutation.two_group.permutation_pvalue`.
 
 **Vectorized over permutations.** All statistics (exposure and every cutoff) share the
 permutations: per batch of ``CHUNK_ELEMENTS // n`` permutations one (batch × n) label mask and
 one product with the n × 2m matrix [u, u²] of the m statistics give every group sum. With a
 single list the masks are the engine's exact random k-subsets
-(:func:`~fairengine.permutation.cell_draws.random_subset_masks`); with several, one argsort of
-uniform keys offset by the list index permutes the labels within every list at once.
+(:func:`~fairengine.permutation.cell_draws.random_subset_masks`); with several, every item gets
+a uniform key and the n_A,l items of smallest key in list l are A, for all lists at once
+(:func:`within_list_masks`). Only lists that hold both groups are drawn; the others add fixed
+sums. 10,000 permutations of 100,000 items (3 tests) take 5–7 s in one list, 9–23 s in 1,000
+to 10,000 lists (benchmarks/results/ranking_speed.md).
 
 **Resampling counts and seeds** (as :mod:`fairengine.regression.permutation`): each test reports
 n_extreme of n_permutations, recorded in its finding as a
@@ -63,6 +68,8 @@ ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
 STUDENTIZATIONS: tuple[str, ...] = ("per_permutation", "none")
 #: Fewest items a group of a tested pair needs: a variance needs two.
 MIN_GROUP_SIZE = 2
+#: Largest (lists × longest list) / items for which the within-list draws sort per list.
+PAD_FACTOR = 2.0
 
 __all__ = ["RankPairTests", "RankTest", "all_pair_tests", "pair_permutation_tests", "pair_seed"]
 
@@ -253,14 +260,39 @@ def within_list_masks(
     rng: np.random.Generator, lists: np.ndarray, labels: np.ndarray, size: int
 ) -> np.ndarray:
     """``size`` independent uniform permutations of the bool ``labels`` within each list, as a
-    (size, n) mask; ``lists`` is sorted (list index per item). Exact: the argsort of uniform
-    keys offset by the list index is a uniform permutation within every list."""
+    (size, n) mask; ``lists`` is sorted (list index per item).
+
+    Every item gets an independent uniform key, and the n_A,l items of smallest key in list l
+    are A: a uniformly random n_A,l-subset of the list (the keys' order is a uniform
+    permutation; float64 keys tie with probability about n_l²/2⁵³). The n_A,l-th smallest key
+    of every list comes from one sort: per list in a (size, lists, longest) array (short
+    sorts, padding keys 2 sort last) when that padding costs at most :data:`PAD_FACTOR` times
+    the items, else of the keys offset by the list index. (The engine's random-subset sampler,
+    exact for one large list, is slower here: its surplus corrections dominate on short
+    lists.)
+    """
     n = labels.size
-    keys = rng.random((size, n)) + lists[None, :]
-    perm = np.argsort(keys, axis=1)
-    mask = np.empty((size, n), dtype=bool)
-    np.put_along_axis(mask, perm, np.broadcast_to(labels, (size, n)), axis=1)
-    return mask
+    starts = np.flatnonzero(np.r_[True, lists[1:] != lists[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    n_a = np.add.reduceat(labels.astype(np.int64), starts)
+    n_lists, longest = starts.size, int(sizes.max())
+    if n_lists * longest <= PAD_FACTOR * n:
+        keys = rng.random((size, n_lists, longest))
+        slot = np.arange(n) - np.repeat(starts, sizes)  # position within its list
+        flat = np.repeat(np.arange(n_lists), sizes) * longest + slot
+        padding = flat.size < n_lists * longest
+        if padding:
+            valid = np.zeros(n_lists * longest, dtype=bool)
+            valid[flat] = True
+            keys.reshape(size, -1)[:, np.flatnonzero(~valid)] = 2.0
+        kth = np.sort(keys, axis=2)[:, np.arange(n_lists), np.maximum(n_a - 1, 0)]
+        kth[:, n_a == 0] = -1.0
+        out = (keys <= kth[:, :, None]).reshape(size, -1)
+        return np.take(out, flat, axis=1) if padding else out
+    offset = rng.random((size, n)) + lists[None, :]
+    kth = np.sort(offset, axis=1)[:, np.maximum(starts + n_a - 1, 0)]
+    kth[:, n_a == 0] = -1.0
+    return np.asarray(offset <= kth[:, lists])
 
 
 def _run(
