@@ -386,6 +386,11 @@ BUILT_IN = tuple(m.name for m in METHODS)
 """The methods of this package (typed sections of :class:`fairengine.config.MethodsConfig`)."""
 
 
+def built_in_for(task: str) -> tuple[str, ...]:
+    """The built-in methods defined for audits of ``task`` (``binary``, ``regression``)."""
+    return tuple(m.name for m in METHODS if m.name in BUILT_IN and m.applies_to(task))
+
+
 def method_spec(name: str) -> MethodSpec:
     """The registered method called ``name`` (KeyError listing the known names)."""
     for spec in METHODS:

@@ -43,10 +43,12 @@ from fairengine.group_parity import group_parity
 from fairengine.individual import run_individual_fairness
 from fairengine.intersectional import run_intersectional
 from fairengine.permutation import run_permutation_tests
-from fairengine.registry import BUILT_IN, method_spec
+from fairengine.registry import built_in_for, method_spec
 from fairengine.results import AuditResult, MethodResult
 from fairengine.roles import ColumnRoles
 from fairengine.verdict import finalize_audit
+
+BUILT_IN = built_in_for("binary")  # the methods of a binary audit
 
 AGE_COLUMN = "age_band"
 AGE_LEVELS = ("<30", "30-50", ">50")

@@ -64,7 +64,7 @@ def test_every_built_in_method_reads_format_1_details_as_its_type(format1: dict)
         for m in old.methods
         if m.status == "ok" and not isinstance(m.details, UnknownDetails)
     }
-    assert typed == set(BUILT_IN), typed
+    assert typed == set(BUILT_IN) - {"regression_metrics"}, typed  # added after format 1
 
 
 def test_the_current_format_round_trips_exactly(format1: dict) -> None:
