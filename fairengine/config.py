@@ -45,6 +45,9 @@ from fairengine.regression.config import RegressionConfig
 from fairengine.roles import ColumnRoles
 from fairengine.scores import BINARY_SCORE_TYPES, SCORE_TYPES
 
+DATA_ENGINES = ("auto", "pandas", "stream")
+"""Values of ``data.engine`` (:class:`DataConfig`)."""
+
 
 @dataclass
 class DataConfig:
@@ -56,6 +59,14 @@ class DataConfig:
     are dropped and counted in the audit's warnings) and ``skip_initial_space`` (drop the space
     after each CSV delimiter; ``None`` detects files written with ``", "``) are applied by
     :mod:`fairengine.loaders` and :mod:`fairengine.data_hygiene`.
+
+    ``engine``: how the table is read. ``pandas`` loads it into memory; ``stream`` reads Parquet
+    or CSV files (a file, a folder, a glob) in record batches of ``batch_rows``, checks each
+    batch's data contract, scores it and folds it into the count tables of the count-based
+    methods (memory bounded by the batch, not the row count), and draws a stratified sample of
+    ``sample_rows`` rows for what needs rows (:mod:`fairengine.streaming`); ``auto`` (default)
+    streams a folder or glob of Parquet files and a Parquet file of more than
+    ``stream_above_rows`` rows (from its metadata), and loads everything else.
     """
 
     path: str | None = None
@@ -67,8 +78,20 @@ class DataConfig:
     na_values: list[str] = field(default_factory=list)
     missing: str = "error"
     skip_initial_space: bool | None = None
+    engine: str = "auto"
+    batch_rows: int = 1_000_000
+    sample_rows: int = 100_000
+    stream_above_rows: int = 5_000_000
 
     def __post_init__(self) -> None:
+        if self.engine not in DATA_ENGINES:
+            raise ConfigError(
+                f"data.engine must be one of {list(DATA_ENGINES)}, got {self.engine!r}"
+            )
+        for key in ("batch_rows", "sample_rows", "stream_above_rows"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
+                raise ConfigError(f"data.{key} must be a whole number >= 1, got {value!r}")
         if self.missing not in ("error", "drop"):
             raise ConfigError(f"data.missing must be 'error' or 'drop', got {self.missing!r}")
         if self.delimiter is not None and len(self.delimiter) != 1:

@@ -22,7 +22,11 @@ A method is a :class:`MethodSpec`:
 * ``run(dataset, config, context) -> MethodResult``: the computation, pure except for
   ``context.store`` (a folder the method may keep reusable artifacts in across runs, e.g.
   FlipTest's fitted maps; ``None`` when the audit's cache is off);
-* ``summary(result, config) -> str``: one log line after a successful run.
+* ``summary(result, config) -> str``: one log line after a successful run;
+* ``run_counts(counts, config, context) -> MethodResult`` (optional): the same method from the
+  count tables of a streamed audit (``data.engine: stream``; :mod:`fairengine.streaming`),
+  ``context.sample`` the stream's stratified sample as a dataset for what needs rows. A method
+  without it needs the rows and is ``not_run`` in a streamed audit, with the reason.
 
 The audit flow runs every registered method through one generic Prefect task
 (:mod:`tasks.method_task`), caches it with the same key ingredients (data, model, settings,
@@ -39,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fairengine.dataset import AuditDataset
 from fairengine.fliptest.config import FlipTestConfig
@@ -61,6 +65,9 @@ from fairengine.regression.config import RegressionConfig
 from fairengine.regression.result import RegressionDetails
 from fairengine.results import MethodDetails, MethodResult, NoDetails, register_details
 
+if TYPE_CHECKING:  # pyarrow is imported only by a streamed audit
+    from fairengine.streaming.tables import StreamedCounts
+
 ModelNeed = Literal["none", "predict_proba", "model"]
 MODEL_NEEDS: tuple[ModelNeed, ...] = ("none", "predict_proba", "model")
 
@@ -77,6 +84,15 @@ class RunContext:
 
 
 @dataclass(frozen=True)
+class CountsContext:
+    """What a streamed audit gives a method besides the count tables and its config."""
+
+    seed: int = 0
+    sample: AuditDataset | None = None
+    """The stream's stratified sample as a dataset (None: no sample was drawn)."""
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """One audit method (module docstring)."""
 
@@ -88,6 +104,7 @@ class MethodSpec:
     summary: Callable[[MethodResult, Any], str] | None = None
     details: type[MethodDetails] = NoDetails
     tasks: tuple[str, ...] = ("binary",)
+    run_counts: Callable[[StreamedCounts, Any, CountsContext], MethodResult] | None = None
 
     def applies_to(self, task: str) -> bool:
         """Whether the method is defined for an audit of ``task``."""
@@ -136,6 +153,20 @@ def _run_group_parity(
     )
 
 
+def _counts_group_parity(
+    counts: StreamedCounts, config: GroupParityConfig, context: CountsContext
+) -> MethodResult:
+    from fairengine.group_parity.method import group_parity_from_counts
+
+    return group_parity_from_counts(
+        counts,
+        tolerance=config.tolerance,
+        confidence_level=config.confidence_level,
+        exact=config.exact,
+        exact_max_rows=config.exact_max_rows,
+    )
+
+
 def _group_parity_summary(result: MethodResult, config: GroupParityConfig) -> str:
     assert isinstance(result.details, GroupParityDetails)
     return (
@@ -150,6 +181,14 @@ def _run_group_metrics(
     from fairengine.group_metrics.method import run_group_metrics
 
     return run_group_metrics(dataset, config, seed=context.seed)
+
+
+def _counts_group_metrics(
+    counts: StreamedCounts, config: GroupMetricsConfig, context: CountsContext
+) -> MethodResult:
+    from fairengine.group_metrics.method import run_group_metrics_from_counts
+
+    return run_group_metrics_from_counts(counts, config, seed=context.seed)
 
 
 def _group_metrics_summary(result: MethodResult, config: GroupMetricsConfig) -> str:
@@ -171,6 +210,16 @@ def _run_permutation_tests(
     return run_permutation_tests(dataset, config, seed=context.seed)
 
 
+def _counts_permutation_tests(
+    counts: StreamedCounts, config: PermutationConfig, context: CountsContext
+) -> MethodResult:
+    from fairengine.permutation.method import run_permutation_tests_from_counts
+
+    return run_permutation_tests_from_counts(
+        counts, config, seed=context.seed, sample=context.sample
+    )
+
+
 def _permutation_summary(result: MethodResult, config: PermutationConfig) -> str:
     details = result.details
     assert isinstance(details, PermutationDetails)
@@ -188,6 +237,14 @@ def _run_intersectional(
     from fairengine.intersectional import run_intersectional
 
     return run_intersectional(dataset, config, seed=context.seed)
+
+
+def _counts_intersectional(
+    counts: StreamedCounts, config: IntersectionalConfig, context: CountsContext
+) -> MethodResult:
+    from fairengine.intersectional.method import run_intersectional_from_counts
+
+    return run_intersectional_from_counts(counts, config, seed=context.seed)
 
 
 def _intersectional_summary(result: MethodResult, config: IntersectionalConfig) -> str:
@@ -319,6 +376,7 @@ METHODS: list[MethodSpec] = [
         _run_group_parity,
         summary=_group_parity_summary,
         details=GroupParityDetails,
+        run_counts=_counts_group_parity,
     ),
     MethodSpec(
         "group_metrics",
@@ -327,6 +385,7 @@ METHODS: list[MethodSpec] = [
         _run_group_metrics,
         summary=_group_metrics_summary,
         details=GroupMetricsDetails,
+        run_counts=_counts_group_metrics,
     ),
     MethodSpec(
         "permutation_tests",
@@ -335,6 +394,7 @@ METHODS: list[MethodSpec] = [
         _run_permutation_tests,
         summary=_permutation_summary,
         details=PermutationDetails,
+        run_counts=_counts_permutation_tests,
     ),
     MethodSpec(
         "intersectional",
@@ -343,6 +403,7 @@ METHODS: list[MethodSpec] = [
         _run_intersectional,
         summary=_intersectional_summary,
         details=IntersectionalDetails,
+        run_counts=_counts_intersectional,
     ),
     MethodSpec(
         "fliptest",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -28,12 +29,12 @@ from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
 from fairengine.errors import ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
-from fairengine.permutation.method import PermutationResampler
+from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
 from fairengine.regression.resampler import RegressionResampler
-from fairengine.results import AuditResult, MethodResult
+from fairengine.results import AuditResult, MethodResult, ValidationResult
 from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
-from flows.method_steps import cache_root, run_methods
+from flows.method_steps import cache_root, run_methods, run_methods_from_counts
 from flows.runners import task_runner_for
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
@@ -46,6 +47,12 @@ from tasks.mlflow_store import check_tracking_store
 from tasks.model import first_line, resolve_scores
 from tasks.outputs import write_outputs, write_pdf_output
 from tasks.settings import default_report_dir, default_tracking_uri
+from tasks.stream_data import (
+    StreamedData,
+    check_streamed_group_sizes,
+    data_engine,
+    stream_audit_data,
+)
 from tasks.validate import validate_data
 
 VERSIONED_PACKAGES = (
@@ -133,36 +140,59 @@ def audit_flow(
             progress.report(step, f"finished in {timings[step]:.1f} s")
 
     given = inputs or AuditInputs()
-    loaded = timed("load_data", load_data, cfg, given.frame)
-    frame, roles, source = loaded.frame, loaded.roles, loaded.source
-    input_warnings = list(loaded.warnings)
-    # one score source for every method: model (signature inputs, predict_proba) or data column
-    scored = resolve_scores(cfg, frame, roles, tracking_uri, timed=timed, model_object=given.model)
-    frame, roles, model, model_info = scored.frame, scored.roles, scored.handles, scored.model_info
-    input_warnings += scored.warnings
-    model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
+    frame: pd.DataFrame | None
+    if data_engine(cfg, given.frame is not None) == "stream":
+        streamed = stream_audit_data(cfg, tracking_uri, timed, model_object=given.model)
+        counts = streamed.counts
+        roles, model_info, frame, model = streamed.roles, streamed.model_info, None, None
+        input_warnings = list(streamed.warnings)
+        model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
+        validation = timed("validate_data", validate_streamed, streamed, cfg)
+        check_streamed_group_sizes(counts, cfg.validation.min_group_size)
+        check_work_bounds(cfg, {a: len(c) for a, c in counts.categories.items()})
+        methods = run_methods_from_counts(cfg, counts, streamed.sample, logger, timings)
+        dataset_summary = DatasetSummary.from_json(
+            {**streamed.source, **counts.summary(), "fingerprint": streamed.fingerprint()}
+        )
+        resampler: Resampler = Resamplers(
+            CountsPermutationResampler(counts, cfg.methods.permutation_tests, seed=cfg.seed)
+        )
+    else:
+        loaded = timed("load_data", load_data, cfg, given.frame)
+        frame, roles, source = loaded.frame, loaded.roles, loaded.source
+        input_warnings = list(loaded.warnings)
+        # one score source for every method: model (signature inputs, predict_proba) or data
+        scored = resolve_scores(
+            cfg, frame, roles, tracking_uri, timed=timed, model_object=given.model
+        )
+        frame, roles, model = scored.frame, scored.roles, scored.handles
+        model_info = scored.model_info
+        input_warnings += scored.warnings
+        model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
 
-    # the checks are cached like the method steps (key: data content, roles, settings, code)
-    validator = validate_data.with_options(
-        **validation_cache_options(cache_root(cfg), cfg.cache.expiration_days)
-    )
-    validation = timed(
-        "validate_data",
-        validator,
-        frame,
-        roles,
-        score_type=cfg.score_type,
-        positive_label=cfg.positive_label,
-        min_group_size=cfg.validation.min_group_size,
-    )
-    dataset = timed("build_dataset", build_dataset, frame, roles, cfg)
-    check_work_bounds(cfg, {a: g.n_groups for a, g in dataset.groups.items()})
+        # the checks are cached like the method steps (key: data content, roles, settings, code)
+        validator = validate_data.with_options(
+            **validation_cache_options(cache_root(cfg), cfg.cache.expiration_days)
+        )
+        validation = timed(
+            "validate_data",
+            validator,
+            frame,
+            roles,
+            score_type=cfg.score_type,
+            positive_label=cfg.positive_label,
+            min_group_size=cfg.validation.min_group_size,
+        )
+        dataset = timed("build_dataset", build_dataset, frame, roles, cfg)
+        check_work_bounds(cfg, {a: g.n_groups for a, g in dataset.groups.items()})
 
-    methods = run_methods(cfg, dataset, model, model_info, logger, timings)
+        methods = run_methods(cfg, dataset, model, model_info, logger, timings)
+        dataset_summary = DatasetSummary.from_json({**source, **dataset.summary()})
+        resampler = decision_resampler(cfg, dataset, methods, model, model_info)
 
     result = assemble_audit(
         config=cfg.to_dict(),
-        dataset=DatasetSummary.from_json({**source, **dataset.summary()}),
+        dataset=dataset_summary,
         model=ModelIdentity.from_json(model_info),
         validation=validation,
         methods=methods,
@@ -174,7 +204,7 @@ def audit_flow(
             growth=cfg.decisions.growth,
             max_resamples=cfg.decisions.max_resamples,
         ),
-        resampler=decision_resampler(cfg, dataset, methods, model, model_info),
+        resampler=resampler,
         warnings=input_warnings,
         metadata=AuditMetadata(
             versions=package_versions(),
@@ -241,6 +271,26 @@ def audit_flow(
     # alerts: fairengine.audit.completed (and .failed on FAIL) for Prefect automations
     emit_audit_events(result, mlflow_info, paths, logger)
     return AuditRun(result=result, paths=paths, mlflow=mlflow_info)
+
+
+def validate_streamed(streamed: StreamedData, cfg: AuditConfig) -> ValidationResult | None:
+    """Great Expectations on the stream's stratified sample (the data contract itself was
+    checked on every batch, and the group sizes on the exact counts); the result says so."""
+    if streamed.sample_frame is None:
+        return None
+    checked = validate_data.fn(
+        streamed.sample_frame,
+        streamed.sample_roles,
+        score_type=streamed.sample.score_type if streamed.sample is not None else cfg.score_type,
+        positive_label=cfg.positive_label,
+        min_group_size=1,  # group sizes: on the exact counts (check_streamed_group_sizes)
+    )
+    n = streamed.counts.n_rows
+    return dataclasses.replace(
+        checked,
+        engine=f"{checked.engine}, on a stratified sample of {checked.n_rows:,} of {n:,} rows "
+        "(the data contract was checked on every batch of all rows)",
+    )
 
 
 def decision_resampler(

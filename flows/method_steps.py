@@ -29,7 +29,7 @@ from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
 from fairengine.results import MethodResult
 from tasks.caching import method_cache_policy
-from tasks.method_task import method_task, store_folder
+from tasks.method_task import counts_method_task, method_task, store_folder
 from tasks.settings import default_cache_dir
 
 
@@ -161,3 +161,57 @@ def run_methods(
             outcome = "failed" if results[name].status == "failed" else "finished"
             progress.report(name, f"{outcome} in {timings[name]:.1f} s")
         return [results[m.name] for m in METHODS]
+
+
+NEEDS_ROWS_REASON = (
+    "needs the rows of the data: a streamed audit (data.engine: stream) runs the count-based "
+    "methods only; audit a sample or data that fits in memory with data.engine: pandas"
+)
+
+
+def run_methods_from_counts(
+    cfg: AuditConfig,
+    counts: Any,
+    sample: AuditDataset | None,
+    logger: Any,
+    timings: dict[str, float],
+) -> list[MethodResult]:
+    """The methods of a streamed audit, in report order: those with a count-table path
+    (``MethodSpec.run_counts``) run from ``counts`` (``sample``: the stratified sample as a
+    dataset, for their parts that need rows), submitted together; the others are ``not_run``
+    with the reason. A method that raises is recorded as ``failed``."""
+    results: dict[str, MethodResult] = {}
+    submitted: dict[str, tuple[Any, float]] = {}
+    for spec in METHODS:
+        params = method_config(cfg, spec.name)
+        reason = None
+        if not spec.applies_to(cfg.task):
+            reason = not_applicable_reason(spec.title, spec.tasks, cfg.task)
+        elif not params.enabled:
+            reason = f"disabled in the config (methods.{spec.name}.enabled)"
+        elif spec.run_counts is None:
+            reason = NEEDS_ROWS_REASON
+        if reason is not None:
+            results[spec.name] = MethodResult(spec.name, spec.title, "not_run", reason=reason)
+            continue
+        task = counts_method_task.with_options(name=spec.name)
+        progress.report(spec.name, "started")
+        future = task.submit(counts, spec.name, params, seed=cfg.seed, sample=sample)
+        submitted[spec.name] = (future, time.perf_counter())
+    names = {id(future): name for name, (future, _) in submitted.items()}
+    for future in as_completed([future for future, _ in submitted.values()]):
+        name = names[id(future)]
+        spec = next(m for m in METHODS if m.name == name)
+        try:
+            results[name] = future.result()
+        except Exception as exc:  # as run_methods: record the failure, finish the audit
+            logger.error("%s failed: %s: %s", spec.title, type(exc).__name__, exc)
+            results[name] = MethodResult(
+                name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
+            )
+        own = results[name].seconds
+        timings[name] = round(
+            own if own is not None else time.perf_counter() - submitted[name][1], 4
+        )
+        progress.report(name, f"finished in {timings[name]:.1f} s")
+    return [results[m.name] for m in METHODS]

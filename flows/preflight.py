@@ -22,6 +22,7 @@ from tasks.audit_inputs import AuditInputs
 from tasks.data import dataset_from_config, resolve_data
 from tasks.mlflow_store import StoreCheck, check_tracking_store
 from tasks.settings import default_tracking_uri
+from tasks.stream_data import data_engine, preflight_stream
 
 
 @dataclass
@@ -57,6 +58,9 @@ def preflight(
         raise ConfigError("no scores to audit: set columns.score or model.uri")
     if given.model is not None and (cfg.model.uri or cfg.columns.score):
         raise ConfigError("give either a model object or model.uri/columns.score, not both")
+    if data_engine(cfg, given.frame is not None) == "stream":
+        n_rows = preflight_stream(cfg, has_model)
+        return Preflight(cfg, n_rows, _store_check(cfg), [])
     loaded = resolve_data(cfg, given.frame)
     frame, roles = loaded.frame, loaded.roles
     present = [a for a in roles.protected if a in frame.columns]
@@ -68,6 +72,12 @@ def preflight(
         from tasks.report_pdf import find_browser
 
         find_browser()
+    return Preflight(cfg, len(frame), _store_check(cfg), list(loaded.warnings))
+
+
+def _store_check(cfg: AuditConfig) -> StoreCheck | None:
+    """The MLflow store's state when the audit uses it; an error when the model is loaded
+    from a store that is down."""
     store = None
     if cfg.mlflow.enabled or _needs_store_for_model(cfg.model.uri):
         tracking_uri = cfg.mlflow.tracking_uri or default_tracking_uri()
@@ -77,4 +87,4 @@ def preflight(
                 f"the model {cfg.model.uri!r} is loaded from the MLflow store at {tracking_uri}, "
                 f"which is not available: {store.reason}"
             )
-    return Preflight(cfg, len(frame), store, list(loaded.warnings))
+    return store

@@ -37,7 +37,18 @@ from fairengine.errors import ConfigError
 
 COLUMN_KEYWORDS = ("label", "protected", "score", "features", "weight")
 """Keywords that set ``columns.<keyword>`` of the config."""
-DATA_KEYWORDS = ("format", "names", "na_values", "missing", "delimiter", "skip_initial_space")
+DATA_KEYWORDS = (
+    "format",
+    "names",
+    "na_values",
+    "missing",
+    "delimiter",
+    "skip_initial_space",
+    "engine",
+    "batch_rows",
+    "sample_rows",
+    "stream_above_rows",
+)
 """Keywords that set ``data.<keyword>`` (how a file is read; ``na_values`` and ``missing`` also
 apply to a DataFrame)."""
 SETTING_KEYWORDS = tuple(
@@ -355,9 +366,11 @@ def audit(
     """Audit a model (or scores in the data) in one call; returns the :class:`AuditResult`.
 
     ``data``: a pandas DataFrame, or the path of a CSV/Parquet file (read as ``data.path``;
-    ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=`` as in the YAML's
-    ``data`` section). ``label``, ``protected`` (one name or a list), ``features``, ``weight``:
-    the column roles. ``model``: a fitted classifier with ``predict_proba`` (scikit-learn,
+    ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=``, ``engine=``,
+    ``batch_rows=``, ``sample_rows=`` as in the YAML's ``data`` section; ``engine="stream"``
+    reads Parquet/CSV files, folders or globs batch by batch, for data larger than memory).
+    ``label``, ``protected`` (one name or a list), ``features``, ``weight``: the column roles.
+    ``model``: a fitted classifier with ``predict_proba`` (scikit-learn,
     xgboost, lightgbm), a ``torch.nn.Module``, a callable returning P(y=1) per row, or an MLflow
     model URI (``models:/name/3``, ``runs:/<id>/model``); or ``score=<column>`` when the data
     carries the scores. ``methods``: names to run (others off) or ``{name: settings}``. Every

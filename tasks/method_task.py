@@ -19,7 +19,7 @@ from prefect.exceptions import MissingContextError
 
 from fairengine.dataset import AuditDataset
 from fairengine.library_threads import follow_process_cap
-from fairengine.registry import RunContext, method_spec
+from fairengine.registry import CountsContext, RunContext, method_spec
 from fairengine.results import MethodResult
 
 STORE_FOLDERS = {"fliptest": "fliptest-maps"}
@@ -64,6 +64,25 @@ def method_task(
             f"method {name!r} returned details of type {type(result.details).__name__}; its "
             f"MethodSpec declares {spec.details.__name__} (the type audit.json is read as)"
         )
+    logger = _logger()
+    if result.status != "ok":
+        logger.info("%s: %s (%s)", spec.title, result.status, result.reason)
+    elif spec.summary is not None:
+        logger.info("%s", spec.summary(result, params))
+    return result
+
+
+@task(name="method-from-counts", cache_policy=NO_CACHE)
+def counts_method_task(
+    counts: Any, name: str, params: Any, seed: int = 0, sample: AuditDataset | None = None
+) -> MethodResult:
+    """Run the registered method ``name`` from the count tables of a streamed audit
+    (``spec.run_counts``; ``counts``: :class:`fairengine.streaming.StreamedCounts`)."""
+    spec = method_spec(name)
+    if spec.run_counts is None:
+        raise ValueError(f"method {name!r} has no count-table path (run_counts)")
+    with follow_process_cap():
+        result = spec.run_counts(counts, params, CountsContext(seed=seed, sample=sample))
     logger = _logger()
     if result.status != "ok":
         logger.info("%s: %s (%s)", spec.title, result.status, result.reason)

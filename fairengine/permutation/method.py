@@ -588,6 +588,55 @@ def run_permutation_tests_from_counts(
     return result
 
 
+class CountsPermutationResampler:
+    """More permutations for the tests of a streamed audit that run from cell counts
+    (:func:`run_permutation_tests_from_counts`), for the audit's sequential decisions: test i
+    draws its batch after ``start`` from ``SeedSequence(seed, spawn_key=(i, start))``, the
+    convention of :class:`PermutationResampler`, so that the draws are those the same test on
+    rows would make. Tests computed on the stream's sample are not extended (their rows are a
+    sample; their resolution stays that of the first batch)."""
+
+    def __init__(self, counts: StreamedCounts, config: PermutationConfig, *, seed: int = 0):
+        self.counts = counts
+        self.config = config
+        self.seed = int(seed)
+        self._tests: dict[str, PlannedTest] = {}
+        if not config.enabled or not counts.has_scores:
+            return
+        if counts.threshold is None or counts.weighted:
+            return  # every test needs rows
+        attrs = _tested_attributes(list(counts.categories), config)
+        for test in _planned({a: counts.categories[a] for a in attrs}, config):
+            metric = RATIO_METRICS.get(test.metric_key) if isinstance(test.metric, str) else None
+            if metric is not None and not metric.uses_probability:
+                self._tests[test.key] = test
+
+    def can_extend(self, key: str) -> bool:
+        return key in self._tests
+
+    def draw(self, key: str, part: str, start: int, batch: int) -> int:
+        test = self._tests[key]
+        ss = np.random.SeedSequence(self.seed, spawn_key=(test.index, int(start)))
+        progress.report(METHOD, f"more permutations for {key}: {start:,} -> {start + batch:,}")
+        counts_a, counts_b = self.counts.cell_counts(test.attribute, test.a, test.b)
+        cfg = self.config
+        res = permutation_test_from_counts(
+            counts_a,
+            counts_b,
+            metric=test.metric_key,
+            n_permutations=int(batch),
+            alternative=cfg.alternative,
+            studentize=cfg.studentize,
+            scheme=cfg.scheme,
+            confidence_level=cfg.confidence_level,
+            n_bootstrap=int(cfg.n_bootstrap),
+            min_group_size=int(cfg.min_group_size),
+            seed=np.random.default_rng(ss),
+            group_names=(f"{test.attribute}={test.group_a}", f"{test.attribute}={test.group_b}"),
+        )
+        return int(res.n_extreme)
+
+
 def _on_sample(sample: AuditDataset, test: PlannedTest) -> PlannedTest:
     """``test`` with its group codes those of the sample's encoding (the sample may lack a
     group: then the codes are -1 and the test finds no rows for it)."""

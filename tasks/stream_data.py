@@ -1,0 +1,243 @@
+"""The data of a streamed audit (``data.engine: stream``; :mod:`fairengine.streaming`): which
+engine reads the data, and the one pass that checks, scores and folds every record batch into
+the count tables, with its stratified sample as a dataset for what needs rows.
+
+A model is settled on the first rows of the source exactly as for an in-memory audit
+(:func:`tasks.model.resolve_scores`: the same score source, model input and handles), then scores
+each batch through the handles' ``predict_proba``. The cache is not used: a streamed source has
+no content fingerprint short of reading it (the count tables get one, shown in the report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairengine.config import AuditConfig
+from fairengine.dataset import AuditDataset
+from fairengine.errors import ConfigError, DataContractError
+from fairengine.roles import ColumnRoles
+from fairengine.scores import effective_threshold
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+HEAD_ROWS = 1_000
+"""Rows read from the start of a streamed source to settle the model's score source."""
+
+
+def _is_parquet(path: str) -> bool:
+    p = Path(path)
+    if p.is_dir():
+        return any(q.suffix in PARQUET_SUFFIXES for q in p.rglob("*"))
+    return p.suffix in PARQUET_SUFFIXES or str(path).endswith(
+        tuple(f"*{s}" for s in PARQUET_SUFFIXES)
+    )
+
+
+def data_engine(cfg: AuditConfig, frame_given: bool) -> str:
+    """``pandas`` or ``stream`` for this audit (``data.engine``; ``auto``: stream a folder or glob
+    of Parquet files, and a Parquet file of more than ``data.stream_above_rows`` rows, counted
+    from its metadata)."""
+    engine = cfg.data.engine
+    if engine == "pandas":
+        return "pandas"
+    why_not = None
+    if frame_given:
+        why_not = "the data is a DataFrame (already in memory)"
+    elif cfg.data.embedded:
+        why_not = "data.embedded is generated in memory"
+    elif not cfg.data.path:
+        why_not = "no data.path"
+    elif cfg.task != "binary":
+        why_not = f"task {cfg.task} audits are not streamed yet"
+    elif cfg.data.names is not None or cfg.data.na_values or cfg.data.missing != "error":
+        why_not = "data.names, data.na_values and data.missing: drop apply to in-memory tables"
+    if engine == "stream":
+        if why_not:
+            raise ConfigError(f"data.engine: stream cannot read this audit's data: {why_not}")
+        return "stream"
+    if why_not or not _is_parquet(str(cfg.data.path)):
+        return "pandas"
+    path = str(cfg.data.path)
+    if Path(path).is_dir() or any(c in path for c in "*?["):
+        return "stream"  # several files: the in-memory reader takes one file
+    from fairengine.streaming import StreamSource
+
+    try:
+        rows = StreamSource(str(cfg.data.path)).dataset.count_rows()
+    except DataContractError:
+        return "pandas"  # the in-memory reader gives its own error
+    return "stream" if rows > cfg.data.stream_above_rows else "pandas"
+
+
+@dataclass
+class StreamedData:
+    """What the pass produced: the count tables, the sample as a dataset (``None`` without one),
+    the roles, the model's description and the warnings for the report."""
+
+    counts: Any  # fairengine.streaming.StreamedCounts
+    sample: AuditDataset | None
+    sample_frame: pd.DataFrame | None
+    sample_roles: ColumnRoles
+    roles: ColumnRoles
+    model_info: dict[str, Any]
+    source: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the count tables (categories and every grid array): the content the
+        count-based findings depend on."""
+        h = hashlib.sha256()
+        for attr, cats in self.counts.categories.items():
+            h.update(repr((attr, cats)).encode())
+        for name in sorted(self.counts.grid):
+            arr = np.ascontiguousarray(self.counts.grid[name])
+            h.update(name.encode())
+            h.update(str(arr.dtype).encode())
+            h.update(arr.tobytes())
+        return h.hexdigest()
+
+
+def stream_audit_data(
+    cfg: AuditConfig,
+    tracking_uri: str,
+    timed: Callable[..., Any],
+    model_object: Any = None,
+) -> StreamedData:
+    """Open ``data.path``, settle the score source (a score column, or the model on the first
+    rows), stream every batch into the count tables and the sample (module docstring)."""
+    from fairengine.streaming import StreamSource, stream_counts
+    from fairengine.streaming.sample import WEIGHT_COLUMN
+    from fairengine.streaming.stream import MODEL_SCORE_COLUMN
+    from tasks.model import resolve_scores
+
+    roles = cfg.roles()
+    path = str(cfg.data.path)
+    source = StreamSource(
+        path,
+        format=cfg.data.format,
+        batch_rows=cfg.data.batch_rows,
+        dictionary_columns=roles.protected,
+    )
+    warnings: list[str] = []
+    model_fn = None
+    score_type = cfg.score_type
+    stream_roles = roles
+    if cfg.model.uri or model_object is not None:
+        head = source.dataset.head(HEAD_ROWS).to_pandas()
+        scored = resolve_scores(
+            cfg, head, dataclasses.replace(roles, score=None), tracking_uri, timed=timed,
+            model_object=model_object,
+        )  # fmt: skip
+        assert scored.handles is not None
+        model_info = scored.model_info
+        warnings += scored.warnings
+        model_fn = scored.handles.predict_proba  # probabilities, after the score type
+        if score_type == "raw":
+            score_type = "probability"
+        features = list(scored.roles.features or ())
+        stream_roles = dataclasses.replace(roles, score=None, features=tuple(features))
+    else:
+        if roles.score is None:
+            raise ConfigError("no scores to audit: set columns.score or model.uri")
+        from fairengine.model_scores import ScoreSource
+
+        model_info = {
+            "uri": None,
+            "name": None,
+            "version": None,
+            "score_source": ScoreSource.from_data_column(roles.score, cfg.score_type).to_dict(),
+        }
+        features = list(roles.features or ())
+    counts = timed(
+        "stream_data",
+        stream_counts,
+        source,
+        stream_roles,
+        score_type=score_type,
+        threshold=effective_threshold(score_type, cfg.threshold),
+        positive_label=cfg.positive_label,
+        model=model_fn,
+        features=features,
+        batch_rows=cfg.data.batch_rows,
+        sample_rows=cfg.data.sample_rows,
+        seed=cfg.seed,
+    )
+    sample = sample_frame = None
+    sample_roles = stream_roles
+    if counts.sample is not None and counts.sample.n_rows:
+        sample_frame = counts.sample.frame.drop(columns=[WEIGHT_COLUMN])
+        if model_fn is not None:
+            sample_roles = dataclasses.replace(stream_roles, score=MODEL_SCORE_COLUMN)
+        sample = AuditDataset.from_frame(
+            sample_frame,
+            sample_roles,
+            score_type=score_type,
+            threshold=cfg.threshold,
+            positive_label=cfg.positive_label,
+        )
+    warnings.append(
+        f"streamed audit (data.engine: stream): {counts.n_rows:,} rows in "
+        f"{len(counts.files):,} file(s), {counts.n_batches:,} batch(es) of at most "
+        f"{cfg.data.batch_rows:,} rows; group parity, group metrics (AUC from a "
+        f"{counts.bins or 0:,}-bin score histogram), the proportion permutation tests and "
+        "intersectional ε are computed from exact counts over all rows; tests that need rows "
+        + (counts.sample.describe() if counts.sample is not None else "are skipped")
+        + "; FlipTest, individual fairness and mitigation need the rows and do not run; the "
+        "cache is not used"
+    )
+    described = {
+        "name": cfg.name or Path(path.rstrip("/*")).name,
+        "source": os.path.abspath(path) if not any(c in path for c in "*?[") else path,
+    }
+    return StreamedData(
+        counts, sample, sample_frame, sample_roles, stream_roles, model_info, described, warnings
+    )
+
+
+def check_streamed_group_sizes(counts: Any, min_group_size: int) -> None:
+    """Every group of every protected attribute has at least ``min_group_size`` rows over all
+    files (the in-memory contract's check, on the exact counts)."""
+    for attr, cats in counts.categories.items():
+        sizes = counts.group_sizes(attr)
+        small = [
+            f"{c!r} (n={int(n)})" for c, n in zip(cats, sizes, strict=True) if n < min_group_size
+        ]
+        if small:
+            raise DataContractError(
+                f"protected attribute {attr!r} has group(s) below the minimum size "
+                f"{min_group_size}: {', '.join(small)}; merge small groups or lower "
+                "validation.min_group_size"
+            )
+        if len(cats) < 2:
+            raise DataContractError(
+                f"protected attribute {attr!r} has a single value {cats[0]!r}; a fairness audit "
+                "needs at least two groups"
+            )
+
+
+def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
+    """The checks a streamed audit can make before it starts: the source opens, and every role
+    column (and listed feature) is in its schema; returns the row count from the files'
+    metadata. Each file's own schema is checked when the pass reaches it."""
+    from fairengine.streaming import StreamSource
+
+    roles = cfg.roles()
+    source = StreamSource(str(cfg.data.path), format=cfg.data.format)
+    needed = [roles.label, *roles.protected]
+    if roles.weight:
+        needed.append(roles.weight)
+    if not has_model:
+        if roles.score is None:
+            raise ConfigError("no scores to audit: set columns.score or model.uri")
+        needed.append(roles.score)
+    needed += list(cfg.columns.features or ())
+    source.expected_types(list(dict.fromkeys(needed)))
+    return int(source.dataset.count_rows())
