@@ -37,6 +37,7 @@ from fairengine.group_parity.config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
 from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.mitigation.config import MitigationConfig
+from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiplicity import AUDIT_PROCEDURES as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
 from fairengine.prediction_task import DEFAULT_SCORE_TYPE, PLANNED_TASKS, TASKS
@@ -162,6 +163,7 @@ class MethodsConfig:
     individual_fairness: IndividualConfig = field(default_factory=IndividualConfig)
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
     regression_metrics: RegressionConfig = field(default_factory=RegressionConfig)
+    multiclass_metrics: MulticlassConfig = field(default_factory=MulticlassConfig)
     registered: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     """Sections of the methods registered from outside this package (by name)."""
 
@@ -415,19 +417,21 @@ class AuditConfig:
             )
         if self.task not in TASKS:
             raise ConfigError(f"task must be one of {list(TASKS)}, got {self.task!r}")
-        if self.task == "regression":
+        if self.task != "binary":
+            own = DEFAULT_SCORE_TYPE[self.task]
             if (self.score_type, self.threshold) == ("probability", 0.5):  # binary defaults
-                self.score_type, self.threshold = DEFAULT_SCORE_TYPE["regression"], None
-            if self.score_type != "value" or self.threshold is not None:
+                self.score_type, self.threshold = own, None
+            if self.score_type != own or self.threshold is not None:
                 raise ConfigError(
-                    "task: regression audits predictions as values: score_type must be 'value' "
-                    f"and threshold null (got score_type {self.score_type!r}, threshold "
-                    f"{self.threshold!r})"
+                    f"task: {self.task} audits its predictions as they are: score_type must be "
+                    f"{own!r} and threshold null (got score_type {self.score_type!r}, "
+                    f"threshold {self.threshold!r})"
                 )
-        elif self.score_type == "value":
+        elif self.score_type not in BINARY_SCORE_TYPES:
+            task = next(t for t, st in DEFAULT_SCORE_TYPE.items() if st == self.score_type)
             raise ConfigError(
-                "score_type 'value' is the prediction of a regression model: set task: "
-                f"regression, or one of {list(BINARY_SCORE_TYPES)} for a binary classifier"
+                f"score_type {self.score_type!r} is the prediction of a {task} model: set task: "
+                f"{task}, or one of {list(BINARY_SCORE_TYPES)} for a binary classifier"
             )
 
     # ---------------------------------------------------------------- construction
@@ -435,13 +439,16 @@ class AuditConfig:
     def from_dict(cls, raw: dict[str, Any], base_dir: Path | None = None) -> AuditConfig:
         """Build from a plain dict (parsed YAML); relative ``data.path`` is resolved against
         ``base_dir``. Unknown keys and wrong types raise :class:`ConfigError` naming the key.
-        With ``task: regression``, ``score_type``, ``threshold`` and ``positive_label`` (binary
-        settings) must not be set (``score_type: value`` and ``threshold: null`` are accepted)."""
+        With ``task: regression`` or ``multiclass``, ``score_type``, ``threshold`` and
+        ``positive_label`` (binary settings) must not be set (the task's own score type,
+        ``value`` or ``class``, and ``threshold: null`` are accepted)."""
         if not isinstance(raw, dict):
             raise ConfigError(f"the audit config must be a mapping, got {type(raw).__name__}")
-        if raw.get("task") == "regression":
+        task = raw.get("task")
+        if task in DEFAULT_SCORE_TYPE and task != "binary":
+            own = DEFAULT_SCORE_TYPE[task]
             binary_only = {
-                "score_type": raw.get("score_type", "value") != "value",
+                "score_type": raw.get("score_type", own) != own,
                 "threshold": raw.get("threshold") is not None,
                 "positive_label": "positive_label" in raw,
             }
@@ -449,10 +456,10 @@ class AuditConfig:
             if given:
                 raise ConfigError(
                     f"{', '.join(given)}: binary-classifier setting(s) given with task: "
-                    "regression; a regression audit compares real-valued predictions with "
-                    "the target (remove them)"
+                    f"{task}; a {task} audit compares its predictions with the label as they "
+                    "are (remove them)"
                 )
-            raw = {**raw, "score_type": "value", "threshold": None}
+            raw = {**raw, "score_type": own, "threshold": None}
         problems: list[str] = []
         cfg = _build(cls, raw, "", problems)
         if problems:

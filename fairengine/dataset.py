@@ -17,7 +17,7 @@ import pandas as pd
 
 from fairengine.counts import index_dtype
 from fairengine.errors import DataContractError
-from fairengine.prediction_task import TASKS
+from fairengine.prediction_task import DEFAULT_SCORE_TYPE, TASKS
 from fairengine.roles import ColumnRoles
 from fairengine.scores import (
     ScoreType,
@@ -68,7 +68,10 @@ class AuditDataset:
     task: str = "binary"
     """``binary`` (0/1 ``label``, probabilities and thresholded ``prediction``) or
     ``regression`` (:mod:`fairengine.prediction_task`): ``label`` is the real-valued target
-    (float64) and ``prediction`` the model's real-valued prediction; ``probability`` is None."""
+    (float64) and ``prediction`` the model's real-valued prediction; ``probability`` is None;
+    or ``multiclass``: ``label`` and ``prediction`` are class codes 0..K−1 of ``classes``."""
+    classes: tuple[str, ...] = ()
+    """The classes of a multiclass audit, in code order (the label's values, sorted)."""
 
     @property
     def n_rows(self) -> int:
@@ -97,8 +100,11 @@ class AuditDataset:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description: rows, fingerprint, roles, group sizes per attribute (and the
-        task of a regression audit; ``label_rate`` is then the mean target)."""
-        extra = {} if self.task == "binary" else {"task": self.task}
+        task of a regression audit, ``label_rate`` then the mean target; of a multiclass
+        audit with its ``classes``, no label rate)."""
+        extra: dict[str, Any] = {} if self.task == "binary" else {"task": self.task}
+        if self.task == "multiclass":
+            extra["classes"] = list(self.classes)
         return {
             **extra,
             "n_rows": self.n_rows,
@@ -107,7 +113,13 @@ class AuditDataset:
             "score_type": self.score_type,
             "threshold": self.threshold,
             "positive_label": _plain(self.positive_label),
-            "label_rate": float(self.label.mean()) if self.n_rows else float("nan"),
+            "label_rate": (
+                None
+                if self.task == "multiclass"
+                else float(self.label.mean())
+                if self.n_rows
+                else float("nan")
+            ),
             "groups": {
                 a: dict(zip(g.categories, g.sizes().astype(int).tolist(), strict=True))
                 for a, g in self.groups.items()
@@ -144,11 +156,12 @@ class AuditDataset:
             raise DataContractError(f"roles must be a ColumnRoles, got {type(roles).__name__}")
         if task not in TASKS:
             raise DataContractError(f"task must be one of {list(TASKS)}, got {task!r}")
-        if task == "regression":
-            score_type, threshold, positive_label = "value", None, None
-        elif score_type == "value":
+        if task != "binary":
+            score_type, threshold, positive_label = DEFAULT_SCORE_TYPE[task], None, None
+        elif score_type in ("value", "class"):
             raise DataContractError(
-                "score_type 'value' is a regression model's prediction; use task='regression'"
+                f"score_type {score_type!r} is a regression or multiclass model's prediction; "
+                "set task='regression' or task='multiclass'"
             )
         st = check_score_type(score_type)
         t = effective_threshold(st, threshold)  # labels: their own hard predictions
@@ -163,14 +176,19 @@ class AuditDataset:
                 "the data has no rows; an audit needs at least one row per group"
             )
 
+        classes: tuple[str, ...] = ()
         if task == "regression":
             label = _encode_target(frame[roles.label], roles.label)
+        elif task == "multiclass":
+            label, classes = _encode_classes(frame[roles.label], roles.label)
         else:
             label = _encode_label(frame[roles.label], roles.label, positive_label)
         groups = {a: _encode_group(frame[a], a, min_group_size) for a in roles.protected}
         probability = prediction = None
         if task == "regression" and roles.score is not None:
             prediction = _check_scores(frame[roles.score], roles.score, st)
+        elif task == "multiclass" and roles.score is not None:
+            prediction = _predicted_classes(frame[roles.score], roles.score, roles.label, classes)
         elif roles.score is not None:
             probability = _check_scores(frame[roles.score], roles.score, st)
             prediction = positive_prediction(probability, t)
@@ -188,6 +206,7 @@ class AuditDataset:
             positive_label=positive_label,
             feature_columns=tuple(features),
             task=task,
+            classes=classes,
         )
 
 
@@ -263,6 +282,48 @@ def _encode_target(col: pd.Series, name: str) -> np.ndarray:
             "target"
         )
     return y
+
+
+def _encode_classes(col: pd.Series, name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """A multiclass label: no missing values, at least two classes; codes in sorted order."""
+    nulls = int(col.isna().sum())
+    if nulls:
+        raise DataContractError(
+            f"label column {name!r} has {nulls} missing value(s) (first at row "
+            f"{col.index[col.isna()][0]!r}); every row needs a class"
+        )
+    codes, uniques = pd.factorize(col, sort=True)
+    classes = tuple(str(_plain(u)) for u in uniques)
+    if len(classes) < 2:
+        raise DataContractError(
+            f"label column {name!r} has a single class {classes[0]!r}; a multiclass audit "
+            "needs at least two"
+        )
+    if len(set(classes)) != len(classes):
+        raise DataContractError(
+            f"label column {name!r} has distinct values with the same text {classes}; use one "
+            "type per column"
+        )
+    return codes.astype(np.int64), classes
+
+
+def _predicted_classes(
+    col: pd.Series, name: str, label: str, classes: tuple[str, ...]
+) -> np.ndarray:
+    """Predicted classes as codes of the label's ``classes`` (compared as text); a missing
+    value or a class the label never takes is an error naming them."""
+    nulls = int(col.isna().sum())
+    if nulls:
+        raise DataContractError(f"score column {name!r} has {nulls} missing predicted class(es)")
+    text = col.map(lambda v: str(_plain(v)))
+    index = {c: i for i, c in enumerate(classes)}
+    unknown = sorted(set(text.unique()) - set(index))
+    if unknown:
+        raise DataContractError(
+            f"score column {name!r} predicts class(es) {unknown[:5]} that the label column "
+            f"{label!r} never takes (its classes: {list(classes)[:10]})"
+        )
+    return text.map(index).to_numpy(dtype=np.int64)
 
 
 def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:

@@ -5,28 +5,35 @@ classifiers").
   prediction; ``score_type``), thresholded into decisions.
 * ``regression``: a real-valued target and a real-valued prediction per row (``score_type:
   value``); thresholds, positive labels and probabilities do not apply.
+* ``multiclass``: a class label and a predicted class per row (``score_type: class``; a model's
+  ``predict``); thresholds and positive labels do not apply.
 
 Each method declares the tasks it is defined for (:class:`fairengine.registry.MethodSpec`); in
 an audit of another task it is listed as not applicable, with the reason, and does not run.
-``multiclass`` and ``ranking`` are planned and refused with a clear message for now.
+``ranking`` is planned and refused with a clear message for now.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-Task = Literal["binary", "regression"]
-TASKS: tuple[Task, ...] = ("binary", "regression")
-PLANNED_TASKS: tuple[str, ...] = ("multiclass", "ranking")
+Task = Literal["binary", "regression", "multiclass"]
+TASKS: tuple[Task, ...] = ("binary", "regression", "multiclass")
+PLANNED_TASKS: tuple[str, ...] = ("ranking",)
 
 TASK_NOUNS: dict[str, str] = {
     "binary": "binary classifiers",
     "regression": "regression models",
+    "multiclass": "multiclass classifiers",
 }
 """What each task audits, for the "not applicable" reasons."""
 
 #: The score type of each task when the config names none (``score_type`` applies to binary).
-DEFAULT_SCORE_TYPE: dict[str, str] = {"binary": "probability", "regression": "value"}
+DEFAULT_SCORE_TYPE: dict[str, str] = {
+    "binary": "probability",
+    "regression": "value",
+    "multiclass": "class",
+}
 
 
 def not_applicable_reason(method: str, tasks: tuple[str, ...], task: str) -> str:

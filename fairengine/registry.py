@@ -58,6 +58,8 @@ from fairengine.intersectional.config import IntersectionalConfig
 from fairengine.intersectional.result import IntersectionalDetails
 from fairengine.mitigation.config import MitigationConfig
 from fairengine.mitigation.result import DeployedMitigation, MitigationDetails
+from fairengine.multiclass.config import MulticlassConfig
+from fairengine.multiclass.result import MulticlassDetails
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.result import PermutationDetails
 from fairengine.prediction_task import TASKS
@@ -368,6 +370,25 @@ def _regression_summary(result: MethodResult, config: RegressionConfig) -> str:
     )
 
 
+def _run_multiclass_metrics(
+    dataset: AuditDataset, config: MulticlassConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.multiclass.method import run_multiclass_metrics
+
+    return run_multiclass_metrics(dataset, config, seed=context.seed)
+
+
+def _multiclass_summary(result: MethodResult, config: MulticlassConfig) -> str:
+    details = result.details
+    assert isinstance(details, MulticlassDetails)
+    pairs = sum(len(a.pairs) for a in details.attributes)
+    return (
+        f"Multiclass metrics: {len(details.classes)} classes, {len(details.attributes)} "
+        f"attribute(s), {pairs} group pair(s) x {config.n_permutations} permutations in "
+        f"{result.seconds or 0.0:.1f} s"
+    )
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec(
         "group_parity",
@@ -439,6 +460,15 @@ METHODS: list[MethodSpec] = [
         summary=_regression_summary,
         details=RegressionDetails,
         tasks=("regression",),
+    ),
+    MethodSpec(
+        "multiclass_metrics",
+        "Multiclass fairness (per-class rates and predicted-class distributions by group)",
+        MulticlassConfig,
+        _run_multiclass_metrics,
+        summary=_multiclass_summary,
+        details=MulticlassDetails,
+        tasks=("multiclass",),
     ),
 ]
 """Every method of an audit, in report order."""

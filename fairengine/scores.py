@@ -9,6 +9,8 @@ Follows LiFT's conventions (``../shared/docs/lift-semantics.md`` §1.1):
   AUC are not applicable (one step, no ranking).
 * ``score_type="value"``: the prediction of a regression model (``task: regression``), a real
   number audited as it is; thresholds and probabilities do not apply.
+* ``score_type="class"``: the predicted class of a multiclass classifier (``task:
+  multiclass``), one of the label's values.
 * With a threshold t, the prediction is ŷ = 1{p > t} (**strict**), on the probability scale.
 * Without a threshold, p itself is the probability of a positive prediction, so summing it over a
   group gives the *expected* number of positive predictions ("expected counts").
@@ -23,10 +25,11 @@ from scipy.special import expit
 
 from fairengine.errors import DataContractError
 
-ScoreType = Literal["raw", "probability", "label", "value"]
-SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label", "value")
+ScoreType = Literal["raw", "probability", "label", "value", "class"]
+SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label", "value", "class")
 BINARY_SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label")
-"""The score types of a binary audit; ``value`` is a regression model's prediction."""
+"""The score types of a binary audit; ``value`` is a regression model's prediction, ``class``
+a multiclass classifier's predicted class."""
 
 #: The threshold of hard 0/1 labels: 1{ŷ > 0.5} = ŷ, so labels are their own predictions.
 LABEL_THRESHOLD = 0.5

@@ -29,6 +29,7 @@ from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
 from fairengine.errors import ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
+from fairengine.multiclass.resampler import MulticlassResampler
 from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
 from fairengine.regression.resampler import RegressionResampler
 from fairengine.results import AuditResult, MethodResult, ValidationResult
@@ -318,6 +319,7 @@ def decision_resampler(
             dataset, cfg.methods.intersectional, result["intersectional"], seed=cfg.seed
         ),
         RegressionResampler(dataset, cfg.methods.regression_metrics, seed=cfg.seed),
+        MulticlassResampler(dataset, cfg.methods.multiclass_metrics, seed=cfg.seed),
     )
     root = cache_root(cfg)
     if root is None:
@@ -329,6 +331,8 @@ def decision_resampler(
     }
     if dataset.task == "regression":
         settings["regression_metrics"] = cfg.methods.regression_metrics
+    if dataset.task == "multiclass":
+        settings["multiclass_metrics"] = cfg.methods.multiclass_metrics
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 

@@ -377,6 +377,8 @@ def choose_score_source(
     notes: list[str] = []
     if score_type == "value":
         return _regression_predictions(pyfunc, features, model_input, raw, name, flavor, estimator)
+    if score_type == "class":
+        return _predicted_classes(pyfunc, features, model_input, raw, name, flavor, estimator)
     if (
         score_type != "label"
         and raw is not None
@@ -528,6 +530,43 @@ def _regression_predictions(
     return ModelScores(pred, source)
 
 
+def _predicted_classes(
+    pyfunc: Any,
+    features: pd.DataFrame,
+    model_input: ModelInput,
+    raw: Any,
+    name: str,
+    flavor: str,
+    estimator: str | None,
+) -> ModelScores:
+    """A multiclass audit's predictions: the pyfunc's ``predict``, one class per row (shape
+    (n,) or (n, 1)); the dataset checks them against the label's classes."""
+    what = f"the pyfunc predict of {name}"
+    try:
+        output = pyfunc.predict(features)
+    except Exception as exc:
+        raise _scoring_failure(exc, model_input, raw) from None
+    values = output.to_numpy() if hasattr(output, "to_numpy") else output
+    arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    n = len(features)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ModelLoadError(
+            f"task: multiclass needs one predicted class per row, but {what} returned shape "
+            f"{arr.shape} for {n} rows (class probabilities? log the model so that its pyfunc "
+            "predicts classes, e.g. mlflow.sklearn.log_model's default)"
+        )
+    source = ScoreSource(
+        "pyfunc_output",
+        f"output of {what}, one predicted class per row (multiclass)",
+        "class",
+        flavor=flavor,
+        estimator=estimator,
+    )
+    return ModelScores(arr, source)
+
+
 def _how_to_serve_probabilities(flavor: str, raw: Any) -> str:
     if flavor == "sklearn" and raw is not None:
         return (
@@ -615,7 +654,7 @@ def model_handles(
 
     model: Any
     raw = _underlying(pyfunc, source.flavor or "python_function")
-    if score_type == "value":  # a regression model: its own object (no probabilities)
+    if score_type in ("value", "class"):  # regression/multiclass: its own object
         model = raw if raw is not None else pyfunc
     elif source.kind == "label":
         model = LabelOnlyModel(source)

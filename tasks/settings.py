@@ -33,9 +33,22 @@ MLFLOW_CLIENT_DEFAULTS: dict[str, str] = {
 
 
 def apply_offline_defaults() -> None:
-    """Set the offline/telemetry and MLflow client defaults for variables the user has not set."""
+    """Set the offline/telemetry and MLflow client defaults for variables the user has not set,
+    and create the folders that ``PREFECT_HOME`` and a ``sqlite:///`` ``MLFLOW_TRACKING_URI``
+    name: Prefect's embedded server and MLflow's SQLite store do not create missing parent
+    folders (Prefect retries its start until a timeout, then names neither the path nor why)."""
     for key, value in {**OFFLINE_DEFAULTS, **MLFLOW_CLIENT_DEFAULTS}.items():
         os.environ.setdefault(key, value)
+    home = os.environ.get("PREFECT_HOME")
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    folders = [Path(home).expanduser()] if home else []
+    if uri.startswith("sqlite:///") and uri != "sqlite:///:memory:":
+        folders.append(Path(uri.removeprefix("sqlite:///")).expanduser().parent)
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:  # the server or the store then reports what it cannot open
+            pass
 
 
 def fairengine_home() -> Path:

@@ -168,7 +168,9 @@ def _plan(
 
     # label: no nulls; binary (a regression audit's target: numeric and finite)
     y = roles.label
-    if y in present and score_type == "value":
+    if y in present and score_type == "class":  # a multiclass label: any values, no nulls
+        checks.append(not_null(y, "label"))
+    elif y in present and score_type == "value":
         checks.append(not_null(y, "label"))
         checks.append(_numeric_check(y, "label"))
         if pd.api.types.is_numeric_dtype(frame[y].dtype):
@@ -243,7 +245,9 @@ def _plan(
 
     # score: no nulls; numeric; in [0, 1] (probability) or finite (raw)
     s = roles.score
-    if s is not None and s in present:
+    if s is not None and s in present and score_type == "class":  # predicted classes
+        checks.append(not_null(s, "score"))
+    elif s is not None and s in present:
         checks.append(not_null(s, "score"))
         checks.append(_numeric_check(s, "score"))
         if pd.api.types.is_numeric_dtype(frame[s].dtype):

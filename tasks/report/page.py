@@ -114,6 +114,8 @@ def header_view(result: AuditResult) -> dict[str, Any]:
         prediction = "hard 0/1 predictions as given (no threshold; AUC-type metrics not applicable)"
     elif score_type == "value":
         prediction = "a regression model's predictions (real values; task: regression)"
+    elif score_type == "class":
+        prediction = "predicted classes (task: multiclass)"
     elif threshold is not None:
         prediction = f"{fmt_value(score_type)} scores, threshold {fmt_value(threshold)}"
     else:
@@ -199,6 +201,8 @@ def identity_view(result: AuditResult) -> list[dict[str, str]]:
         prediction = "hard 0/1 labels"
     elif score_type == "value":
         prediction = "values (regression)"
+    elif score_type == "class":
+        prediction = "classes (multiclass)"
     elif threshold is not None:
         prediction = f"{fmt_value(score_type)} > {fmt_value(threshold)}"
     else:

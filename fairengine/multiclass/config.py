@@ -1,0 +1,59 @@
+"""Configuration of the multiclass method (``methods.multiclass_metrics`` in the audit YAML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fairengine.errors import ConfigError
+
+#: The per-class rates the method can test (:data:`fairengine.multiclass.RATE_METRICS`).
+MULTICLASS_RATES = ("selection", "tpr", "fpr")
+
+
+@dataclass
+class MulticlassConfig:
+    """Fairness of a multiclass classifier (``task: multiclass``;
+    :func:`fairengine.multiclass.method.run_multiclass_metrics`).
+
+    ``metrics``: the one-vs-rest rates compared, for every class and every pair of groups of
+    each protected attribute, by studentized permutation tests: ``selection`` (P(ŷ = c)),
+    ``tpr`` (P(ŷ = c | y = c)), ``fpr`` (P(ŷ = c | y ≠ c)). ``distance_tests``: also test the
+    total variation, Jensen–Shannon and Hellinger distances between the groups' predicted-class
+    distributions. ``n_permutations``: per pair (shared by its tests; default 1,999).
+    ``max_pairs``: at most this many pairs per attribute (largest groups first; default 15).
+    ``concentration``: the Dirichlet smoothing of ε-differential fairness over the K outcomes
+    (α = concentration / K per outcome; default 1). ``confidence_level`` (default 0.95),
+    ``alternative`` (``two-sided``, ``greater``, ``less``).
+    """
+
+    enabled: bool = True
+    metrics: list[str] = field(default_factory=lambda: list(MULTICLASS_RATES))
+    distance_tests: bool = True
+    n_permutations: int = 1999
+    max_pairs: int = 15
+    concentration: float = 1.0
+    confidence_level: float = 0.95
+    alternative: str = "two-sided"
+
+    def __post_init__(self) -> None:
+        where = "methods.multiclass_metrics"
+        unknown = [m for m in self.metrics if m not in MULTICLASS_RATES]
+        if unknown or not self.metrics:
+            raise ConfigError(
+                f"{where}.metrics must list some of {list(MULTICLASS_RATES)}, got {self.metrics!r}"
+            )
+        for key, low in (("n_permutations", 19), ("max_pairs", 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= low):
+                raise ConfigError(f"{where}.{key} must be a whole number >= {low}, got {value!r}")
+        if not float(self.concentration) >= 0:
+            raise ConfigError(f"{where}.concentration must be >= 0, got {self.concentration!r}")
+        if not 0 < self.confidence_level < 1:
+            raise ConfigError(
+                f"{where}.confidence_level must lie in (0, 1), got {self.confidence_level}"
+            )
+        if self.alternative not in ("two-sided", "greater", "less"):
+            raise ConfigError(
+                f"{where}.alternative must be 'two-sided', 'greater' or 'less', "
+                f"got {self.alternative!r}"
+            )
