@@ -17,13 +17,13 @@ import fairengine
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
+from fairengine.group_pairs import pair_seed
 from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiclass.findings import multiclass_findings
 from fairengine.multiclass.method import run_multiclass_metrics
 from fairengine.multiclass.permutation import pair_permutation_tests
 from fairengine.multiclass.resampler import MulticlassResampler
 from fairengine.registry import METHODS
-from fairengine.regression.permutation import pair_seed
 from fairengine.roles import ColumnRoles
 
 COMPAS = Path(__file__).resolve().parents[2] / "shared" / "data" / "compas"

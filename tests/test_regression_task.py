@@ -17,14 +17,15 @@ import fairengine
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError, FairEngineError
+from fairengine.group_pairs import pair_seed, planned_pairs
 from fairengine.registry import METHODS
 from fairengine.regression.config import RegressionConfig
-from fairengine.regression.method import planned_pairs, run_regression_metrics
-from fairengine.regression.permutation import pair_permutation_tests, pair_seed
+from fairengine.regression.method import run_regression_metrics
+from fairengine.regression.permutation import pair_permutation_tests
 from fairengine.regression.resampler import RegressionResampler
 from fairengine.roles import ColumnRoles
 
-BINARY_METHODS = [m.name for m in METHODS if m.name != "regression_metrics"]
+BINARY_METHODS = [m.name for m in METHODS if m.applies_to("binary")]
 
 
 def _frame(n: int = 1200, shift: float = 0.6, seed: int = 0) -> pd.DataFrame:
@@ -75,9 +76,12 @@ def test_the_regression_dataset_keeps_the_target_and_the_prediction() -> None:
     np.testing.assert_array_equal(ds.label, df["y"].to_numpy())
     np.testing.assert_array_equal(ds.prediction, df["pred"].to_numpy())
     assert ds.summary()["task"] == "regression"
-    assert "task" not in AuditDataset.from_frame(
-        df.assign(y=(df.y > 0).astype(int), pred=0.5), roles
-    ).summary()
+    assert (
+        "task"
+        not in AuditDataset.from_frame(
+            df.assign(y=(df.y > 0).astype(int), pred=0.5), roles
+        ).summary()
+    )
 
 
 @pytest.mark.parametrize(
@@ -120,9 +124,9 @@ def test_the_resampler_continues_each_pair_on_its_own_stream() -> None:
         ds.groups["sex"].categories, group_a=0, group_b=1, n_permutations=50,
         seed=pair_seed(3, 1, 99), attribute="sex",
     )  # fmt: skip
-    assert sampler.draw("reg_mae.sex.f_m", "permutation", 99, 50) == direct.difference(
-        "mae"
-    ).n_extreme
+    assert (
+        sampler.draw("reg_mae.sex.f_m", "permutation", 99, 50) == direct.difference("mae").n_extreme
+    )
     assert sampler.draw("reg_ks.sex.f_m", "permutation", 99, 50) == direct.distance("ks").n_extreme
 
 
@@ -144,8 +148,10 @@ def regression_audit(session_tmp: Path) -> fairengine.AuditResult:
 def test_a_regression_audit_runs_only_the_methods_defined_for_it(regression_audit) -> None:
     status = {m.method: (m.status, m.reason or "") for m in regression_audit.methods}
     assert status["regression_metrics"][0] == "ok"
-    for name in BINARY_METHODS:
+    for name in status.keys() - {"regression_metrics"}:
         assert status[name][0] == "not_run"
+        assert status[name][1].startswith("not applicable to a regression audit")
+    for name in BINARY_METHODS:
         assert status[name][1].startswith("not applicable to a regression audit")
         assert "defined for binary classifiers" in status[name][1]
 
@@ -168,7 +174,10 @@ def test_the_shifted_group_is_found_and_the_equal_one_is_not(regression_audit) -
 
 def test_the_report_lists_the_inapplicable_methods_on_one_line(regression_audit) -> None:
     html = regression_audit.html()
-    assert "Not applicable to a regression audit (defined for binary classifiers):" in html
+    assert (
+        "Not applicable to a regression audit (defined for binary classifiers; multiclass "
+        "classifiers):" in html
+    )
     assert "FlipTest (optimal-transport flipsets)" in html
     assert html.count('<section class="method ') == 1  # only the method that ran
     assert "values (regression)" in html

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
+from fairengine.json_result import JsonResult
 from fairengine.multiclass.class_sums import group_sums
 from fairengine.multiclass.inputs import MulticlassInputs, check_inputs
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 

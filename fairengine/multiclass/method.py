@@ -16,14 +16,13 @@ import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.group_pairs import pair_seed, planned_pairs
 from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiclass.epsilon import differential_fairness
 from fairengine.multiclass.findings import multiclass_findings
 from fairengine.multiclass.permutation import pair_permutation_tests
 from fairengine.multiclass.rates import group_class_rates
 from fairengine.multiclass.result import MulticlassAttribute, MulticlassDetails
-from fairengine.regression.method import planned_pairs
-from fairengine.regression.permutation import pair_seed
 from fairengine.results import MethodResult
 
 METHOD = "multiclass_metrics"

@@ -49,7 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
+from fairengine.group_pairs import pair_seed, resolve_group
 from fairengine.intervals import newcombe_interval, wald_interval
+from fairengine.json_result import JsonResult
 from fairengine.library_threads import single_threaded
 from fairengine.multiclass.class_sums import (
     RATE_METRICS,
@@ -68,8 +70,6 @@ from fairengine.multiclass.rates import prediction_kind, rate_intervals, rate_ro
 from fairengine.permutation.cell_draws import hypergeometric_cell_draws, random_subset_masks
 from fairengine.permutation.metrics import ratio_value_variance, studentize
 from fairengine.permutation.two_group import CHUNK_ELEMENTS, permutation_pvalue
-from fairengine.regression.permutation import pair_seed
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
@@ -165,18 +165,6 @@ class PairTests(JsonResult):
         raise KeyError(f"no distance test {metric!r}; have {[t.metric for t in self.distances]}")
 
 
-def _resolve(group: int | str, categories: tuple[str, ...], name: str) -> int:
-    if isinstance(group, int | np.integer) and not isinstance(group, bool):
-        if 0 <= int(group) < len(categories):
-            return int(group)
-    elif str(group) in categories:
-        return categories.index(str(group))
-    raise DataContractError(
-        f"{name} must be a category label or code 0..{len(categories) - 1}, got {group!r}; "
-        f"categories are {list(categories)}"
-    )
-
-
 @dataclass(frozen=True)
 class _Options:
     metrics: tuple[str, ...]
@@ -249,8 +237,8 @@ def pair_permutation_tests(
     data = check_inputs(
         y, prediction, groups, categories, classes, weights, probabilities=probabilities
     )
-    a = _resolve(group_a, data.categories, "group_a")
-    b = _resolve(group_b, data.categories, "group_b")
+    a = resolve_group(group_a, data.categories, "group_a")
+    b = resolve_group(group_b, data.categories, "group_b")
     if a == b:
         raise DataContractError(f"group_a and group_b must differ, both are {data.categories[a]!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -297,8 +285,8 @@ def all_pair_tests(
     else:
         codes = []
         for ga, gb in pairs:
-            a = _resolve(ga, data.categories, "pairs: group_a")
-            b = _resolve(gb, data.categories, "pairs: group_b")
+            a = resolve_group(ga, data.categories, "pairs: group_a")
+            b = resolve_group(gb, data.categories, "pairs: group_b")
             if a == b:
                 raise DataContractError(f"pairs: a pair of {data.categories[a]!r} with itself")
             codes.append((a, b))

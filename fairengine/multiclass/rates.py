@@ -30,11 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.intervals import wald_interval, wilson_interval
+from fairengine.json_result import JsonResult
 from fairengine.multiclass.class_sums import RATE_METRICS, group_sums, rate_sums
 from fairengine.multiclass.inputs import MulticlassInputs, check_inputs
 from fairengine.permutation.metrics import ratio_value_variance
 from fairengine.rate_gap import effective_sample_size
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 WILSON = "wilson"

@@ -13,12 +13,11 @@ import numpy as np
 from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import pair_token, part_token
+from fairengine.group_pairs import pair_seed, planned_pairs
 from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiclass.findings import multiclass_findings
 from fairengine.multiclass.method import METHOD
 from fairengine.multiclass.permutation import pair_permutation_tests
-from fairengine.regression.method import planned_pairs
-from fairengine.regression.permutation import pair_seed
 
 
 class MulticlassResampler:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairengine.json_result import JsonResult
 from fairengine.ranking.inputs import RankingInputs, check_inputs
-from fairengine.regression.result_json import JsonResult
 
 
 @dataclass(frozen=True)

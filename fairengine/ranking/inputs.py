@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
-from fairengine.regression.result_json import JsonResult
+from fairengine.json_result import JsonResult
 
 TIES: tuple[str, ...] = ("order", "error")
 #: Fewest items a list may have: one item is no ranking.

@@ -54,14 +54,14 @@ import numpy as np
 from scipy import stats
 
 from fairengine.errors import DataContractError
+from fairengine.group_pairs import pair_seed, resolve_group
+from fairengine.json_result import JsonResult
 from fairengine.library_threads import single_threaded
 from fairengine.permutation.cell_draws import random_subset_masks
 from fairengine.permutation.metrics import studentize as studentized
 from fairengine.permutation.two_group import CHUNK_ELEMENTS, permutation_pvalue
 from fairengine.ranking.inputs import Cutoff, check_inputs, resolve_cutoffs
 from fairengine.ranking.topk import in_top
-from fairengine.regression.permutation import pair_seed
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
@@ -130,18 +130,6 @@ class RankPairTests(JsonResult):
         raise KeyError(f"no test {name!r}; have {[t.name for t in self.tests]}")
 
 
-def _resolve(group: int | str, categories: tuple[str, ...], name: str) -> int:
-    if isinstance(group, int | np.integer) and not isinstance(group, bool):
-        if 0 <= int(group) < len(categories):
-            return int(group)
-    elif str(group) in categories:
-        return categories.index(str(group))
-    raise DataContractError(
-        f"{name} must be a category label or code 0..{len(categories) - 1}, got {group!r}; "
-        f"categories are {list(categories)}"
-    )
-
-
 def pair_permutation_tests(
     scores: object,
     groups: object,
@@ -165,8 +153,8 @@ def pair_permutation_tests(
     every cutoff of ``k`` (``k=()``: none), on shared permutations (module docstring).
     ``alternative="greater"``: A gets more exposure (a higher top-k rate) than B."""
     data = check_inputs(scores, groups, categories, lists=lists, ties=ties)
-    a = _resolve(group_a, data.categories, "group_a")
-    b = _resolve(group_b, data.categories, "group_b")
+    a = resolve_group(group_a, data.categories, "group_a")
+    b = resolve_group(group_b, data.categories, "group_b")
     if a == b:
         raise DataContractError(f"group_a and group_b must differ, both are {data.categories[a]!r}")
     empty = k is None or (isinstance(k, list | tuple) and len(k) == 0)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
+from fairengine.json_result import JsonResult
 from fairengine.ranking.inputs import Cutoff, RankingInputs, check_inputs, resolve_cutoffs
 from fairengine.ranking.topk import in_top
-from fairengine.regression.result_json import JsonResult
 
 
 @dataclass(frozen=True)

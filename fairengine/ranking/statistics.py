@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fairengine.finding_keys import check_unique_keys
+from fairengine.json_result import JsonResult
 from fairengine.ranking.discounted_kl import NDKL, ndkl_at
 from fairengine.ranking.exposure import GroupExposures, group_exposure
 from fairengine.ranking.findings import ranking_findings
@@ -20,7 +21,6 @@ from fairengine.ranking.inputs import check_inputs, resolve_cutoffs
 from fairengine.ranking.permutation import RankPairTests, all_pair_tests
 from fairengine.ranking.precision import PrecisionAtK, precision_at
 from fairengine.ranking.topk import TopKShares, shares_at
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Finding
 
 

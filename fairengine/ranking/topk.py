@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairengine.json_result import JsonResult
 from fairengine.ranking.inputs import Cutoff, RankingInputs, check_inputs, resolve_cutoffs
-from fairengine.regression.result_json import JsonResult
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
+from fairengine.json_result import JsonResult
 from fairengine.regression.inputs import check_inputs
 from fairengine.regression.mean_intervals import hall_bounds, hall_pvalue_above, mean_moments
-from fairengine.regression.result_json import JsonResult
 
 #: Losses ℓ(y, ŷ) of the bounded-group-loss check.
 LOSSES: tuple[str, ...] = ("squared", "absolute")

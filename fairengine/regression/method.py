@@ -15,29 +15,17 @@ import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
+from fairengine.group_pairs import pair_seed, planned_pairs
 from fairengine.regression.bounded_loss import bounded_group_loss
 from fairengine.regression.config import RegressionConfig
 from fairengine.regression.findings import regression_findings
-from fairengine.regression.permutation import pair_permutation_tests, pair_seed
+from fairengine.regression.permutation import pair_permutation_tests
 from fairengine.regression.result import RegressionAttribute, RegressionDetails
 from fairengine.regression.summaries import group_summaries
 from fairengine.results import MethodResult
 
 METHOD = "regression_metrics"
 TITLE = "Regression fairness (errors, bias and predictions by group)"
-
-
-def planned_pairs(sizes: np.ndarray, max_pairs: int) -> list[tuple[int, int]]:
-    """Pairs of group codes (a < b) to test: all of them when at most ``max_pairs``, else the
-    pairs whose smaller group is largest (ties: the larger other group, then code order)."""
-    g = len(sizes)
-    pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
-    if len(pairs) <= max_pairs:
-        return pairs
-    ranked = sorted(
-        pairs, key=lambda p: (-min(sizes[p[0]], sizes[p[1]]), -max(sizes[p[0]], sizes[p[1]]), p)
-    )
-    return sorted(ranked[:max_pairs])
 
 
 def _params(config: RegressionConfig) -> dict[str, Any]:

@@ -60,6 +60,8 @@ import numpy as np
 from scipy import stats
 
 from fairengine.errors import DataContractError
+from fairengine.group_pairs import pair_seed, resolve_group
+from fairengine.json_result import JsonResult
 from fairengine.library_threads import single_threaded
 from fairengine.permutation.cell_draws import random_subset_masks
 from fairengine.permutation.metrics import (
@@ -72,7 +74,6 @@ from fairengine.permutation.two_group import CHUNK_ELEMENTS, permutation_pvalue
 from fairengine.regression.distances import DISTANCES, DistanceScan, distances, sorted_sample
 from fairengine.regression.inputs import check_inputs
 from fairengine.regression.mean_intervals import mean_moments
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
@@ -171,26 +172,6 @@ class PairTests(JsonResult):
         raise KeyError(f"no distance test {metric!r}; have {have}")
 
 
-def pair_seed(seed: int, pair_index: int, start: int = 0) -> np.random.SeedSequence:
-    """The stream of pair ``pair_index``'s permutations: ``SeedSequence(seed, spawn_key=(i,))``
-    for the first batch, ``(i, start)`` for a later batch starting at permutation ``start`` (the
-    convention of :class:`fairengine.permutation.method.PermutationResampler`)."""
-    key = (int(pair_index),) if start == 0 else (int(pair_index), int(start))
-    return np.random.SeedSequence(int(seed), spawn_key=key)
-
-
-def _resolve(group: int | str, categories: tuple[str, ...], name: str) -> int:
-    if isinstance(group, int | np.integer) and not isinstance(group, bool):
-        if 0 <= int(group) < len(categories):
-            return int(group)
-    elif str(group) in categories:
-        return categories.index(str(group))
-    raise DataContractError(
-        f"{name} must be a category label or code 0..{len(categories) - 1}, got {group!r}; "
-        f"categories are {list(categories)}"
-    )
-
-
 def pair_permutation_tests(
     y: object,
     prediction: object,
@@ -223,8 +204,8 @@ def pair_permutation_tests(
     is exact only under the strong null (kept for comparison).
     """
     data = check_inputs(y, prediction, groups, categories, weights)
-    a = _resolve(group_a, data.categories, "group_a")
-    b = _resolve(group_b, data.categories, "group_b")
+    a = resolve_group(group_a, data.categories, "group_a")
+    b = resolve_group(group_b, data.categories, "group_b")
     if a == b:
         raise DataContractError(f"group_a and group_b must differ, both are {data.categories[a]!r}")
     unknown = [m for m in metrics if m not in DIFFERENCE_METRICS]

@@ -18,9 +18,10 @@ import numpy as np
 from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import pair_token, part_token
+from fairengine.group_pairs import pair_seed, planned_pairs
 from fairengine.regression.config import RegressionConfig
-from fairengine.regression.method import METHOD, planned_pairs
-from fairengine.regression.permutation import PairTests, pair_permutation_tests, pair_seed
+from fairengine.regression.method import METHOD
+from fairengine.regression.permutation import PairTests, pair_permutation_tests
 
 
 class RegressionResampler:

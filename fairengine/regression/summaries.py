@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fairengine.json_result import JsonResult
 from fairengine.regression.inputs import check_inputs
 from fairengine.regression.mean_intervals import (
     MeanMoments,
@@ -36,7 +37,6 @@ from fairengine.regression.mean_intervals import (
     mean_moments,
     t_interval,
 )
-from fairengine.regression.result_json import JsonResult
 from fairengine.results import Interval
 
 #: The summary quantities, in table order.

@@ -1,6 +1,8 @@
-"""The JSON round trip shared by the regression result types.
+"""The JSON round trip shared by the result types of the regression, multiclass and ranking
+statistics.
 
-Every result of :mod:`fairengine.regression` is a frozen dataclass whose sequences are tuples;
+Every result of :mod:`fairengine.regression`, :mod:`fairengine.multiclass` and
+:mod:`fairengine.ranking` is a frozen dataclass whose sequences are tuples;
 :class:`JsonResult` gives it ``to_dict``/``from_dict`` through the project's typed codec
 (:mod:`fairengine.result_codec`): non-finite floats become ``"NaN"``, ``"Infinity"`` and
 ``"-Infinity"`` exactly as :func:`fairengine.results.encode_float` writes them, and reading back
