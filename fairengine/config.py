@@ -427,7 +427,7 @@ class AuditConfig:
                     f"{own!r} and threshold null (got score_type {self.score_type!r}, "
                     f"threshold {self.threshold!r})"
                 )
-        elif self.score_type not in BINARY_SCORE_TYPES:
+        elif self.score_type in SCORE_TYPES and self.score_type not in BINARY_SCORE_TYPES:
             task = next(t for t, st in DEFAULT_SCORE_TYPE.items() if st == self.score_type)
             raise ConfigError(
                 f"score_type {self.score_type!r} is the prediction of a {task} model: set task: "

@@ -173,7 +173,9 @@ def flatten_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
     """The experiment id of ``name``, creating it (with artifacts under the FairEngine home when
-    the store is the default local one)."""
+    the store is the default local one). Two audits that start together (a new version and its
+    alias) may both find no experiment and both create it: the one that loses the race
+    (``RESOURCE_ALREADY_EXISTS``) reads the experiment the other created."""
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
@@ -185,7 +187,15 @@ def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
         # command ran in; keep the artifacts beside the database instead.
         db = Path(tracking_uri.split("sqlite:///", 1)[1]).expanduser().resolve()
         location = (db.parent / "mlartifacts" / name).as_uri()
-    return client.create_experiment(name, artifact_location=location)
+    try:
+        return client.create_experiment(name, artifact_location=location)
+    except Exception as exc:
+        if "RESOURCE_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
+            raise
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
 
 
 def discard_partial_run(client: Any, run_id: str) -> None:

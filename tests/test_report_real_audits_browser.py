@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
 
+from fairengine.registry import built_in_for
 from fairengine.results import AuditResult
 
 pytestmark = pytest.mark.flow
@@ -271,7 +272,7 @@ def test_the_audits_are_real(audits: dict[str, Any]) -> None:
     assert compas.dataset.n_rows > 7000 and adult.dataset.n_rows > 15000
     assert sum(f.counts for f in compas.findings()) >= 60  # race (6 groups) x sex pairs
     assert sum(f.counts for f in adult.findings()) >= 60
-    assert all(m.status == "ok" for m in adult.methods)
+    assert all(m.status == "ok" for m in adult.methods if m.method in built_in_for("binary"))
     assert all(m.status == "ok" for m in demo.methods)
     assert len(compas.method("intersectional").details.rates["race_x_sex"].group) == 12
 
