@@ -78,7 +78,7 @@ class _Record:
 
 
 @dataclass(frozen=True)
-class DataRoles:
+class DataRoles(_Record):
     """The columns' roles in the audited table (:class:`fairengine.roles.ColumnRoles`)."""
 
     label: str | None = None
@@ -86,6 +86,11 @@ class DataRoles:
     score: str | None = None
     features: tuple[str, ...] | None = None
     weight: str | None = None
+    list_id: str | None = None
+    """A ranking audit's list (query) id column (written only when set)."""
+    _always: ClassVar[frozenset[str]] = frozenset(
+        {"label", "protected", "score", "features", "weight"}
+    )
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,9 @@ class DatasetSummary(_Record):
     label_rate: float | None = None
     groups: dict[str, dict[str, int]] = field(default_factory=dict)
     task: str | None = None
-    """``regression`` for a regression audit (``label_rate`` is then the mean target); absent
-    (None) for a binary audit."""
+    """``regression``, ``multiclass`` or ``ranking`` (``label_rate`` is then the mean target
+    or relevance; None for a multiclass audit or a ranking without relevance); absent (None)
+    for a binary audit."""
     _always: ClassVar[frozenset[str]] = frozenset(
         {
             "name",

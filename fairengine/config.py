@@ -40,7 +40,8 @@ from fairengine.mitigation.config import MitigationConfig
 from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiplicity import AUDIT_PROCEDURES as MULTIPLICITY_METHODS
 from fairengine.permutation.config import PermutationConfig
-from fairengine.prediction_task import DEFAULT_SCORE_TYPE, PLANNED_TASKS, TASKS
+from fairengine.prediction_task import DEFAULT_SCORE_TYPE, TASKS
+from fairengine.ranking.config import RankingConfig
 from fairengine.registry import BUILT_IN, METHODS, method_spec
 from fairengine.regression.config import RegressionConfig
 from fairengine.roles import ColumnRoles
@@ -123,6 +124,7 @@ class ColumnsConfig:
     score: str | None = None
     features: list[str] | None = None
     weight: str | None = None
+    list_id: str | None = None
 
 
 @dataclass
@@ -164,6 +166,7 @@ class MethodsConfig:
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
     regression_metrics: RegressionConfig = field(default_factory=RegressionConfig)
     multiclass_metrics: MulticlassConfig = field(default_factory=MulticlassConfig)
+    ranking_metrics: RankingConfig = field(default_factory=RankingConfig)
     registered: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     """Sections of the methods registered from outside this package (by name)."""
 
@@ -410,11 +413,6 @@ class AuditConfig:
         """``task`` is one this version audits; a regression audit's predictions are values
         (``score_type: value``, no threshold: the defaults of a binary audit are replaced,
         anything else set for them is an error, see :meth:`from_dict`)."""
-        if self.task in PLANNED_TASKS:
-            raise ConfigError(
-                f"task {self.task!r} is not supported by this version of FairEngine yet "
-                f"(supported: {', '.join(TASKS)})"
-            )
         if self.task not in TASKS:
             raise ConfigError(f"task must be one of {list(TASKS)}, got {self.task!r}")
         if self.task != "binary":
@@ -428,10 +426,11 @@ class AuditConfig:
                     f"threshold {self.threshold!r})"
                 )
         elif self.score_type in SCORE_TYPES and self.score_type not in BINARY_SCORE_TYPES:
-            task = next(t for t, st in DEFAULT_SCORE_TYPE.items() if st == self.score_type)
+            tasks = [t for t, st in DEFAULT_SCORE_TYPE.items() if st == self.score_type]
             raise ConfigError(
-                f"score_type {self.score_type!r} is the prediction of a {task} model: set task: "
-                f"{task}, or one of {list(BINARY_SCORE_TYPES)} for a binary classifier"
+                f"score_type {self.score_type!r} is the prediction of a {' or '.join(tasks)} "
+                f"model: set task: {' or '.join(tasks)}, or one of {list(BINARY_SCORE_TYPES)} "
+                "for a binary classifier"
             )
 
     # ---------------------------------------------------------------- construction
@@ -488,16 +487,22 @@ class AuditConfig:
     def roles(self) -> ColumnRoles:
         """The column roles; raises when label or protected attributes are not set."""
         c = self.columns
-        if not c.label:
+        if not c.label and self.task != "ranking":
             raise ConfigError("columns.label is required (the binary outcome column)")
+        if c.list_id and self.task != "ranking":
+            raise ConfigError(
+                f"columns.list_id ({c.list_id!r}) applies to task: ranking (the list or query "
+                f"each item is ranked in); this is a {self.task} audit"
+            )
         if not c.protected:
             raise ConfigError("columns.protected must list at least one protected attribute")
         return ColumnRoles(
-            label=c.label,
+            label=c.label or None,
             protected=tuple(c.protected),
             score=c.score,
             features=tuple(c.features) if c.features is not None else None,
             weight=c.weight,
+            list_id=c.list_id,
         )
 
 

@@ -153,12 +153,14 @@ def _feature_marker_warnings(
 
 
 def _role_columns(roles: ColumnRoles) -> list[tuple[str, str]]:
-    cols = [(roles.label, f"label column {roles.label!r}")]
+    cols = [] if roles.label is None else [(roles.label, f"label column {roles.label!r}")]
     cols += [(c, f"protected attribute {c!r}") for c in roles.protected]
     if roles.score is not None:
         cols.append((roles.score, f"score column {roles.score!r}"))
     if roles.weight is not None:
         cols.append((roles.weight, f"weight column {roles.weight!r}"))
+    if roles.list_id is not None:
+        cols.append((roles.list_id, f"list-id column {roles.list_id!r}"))
     return cols
 
 

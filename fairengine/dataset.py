@@ -72,6 +72,16 @@ class AuditDataset:
     or ``multiclass``: ``label`` and ``prediction`` are class codes 0..K−1 of ``classes``."""
     classes: tuple[str, ...] = ()
     """The classes of a multiclass audit, in code order (the label's values, sorted)."""
+    lists: np.ndarray | None = None
+    """A ranking audit's list (query) id per row (``roles.list_id``); None: one list."""
+
+    @property
+    def relevance(self) -> np.ndarray | None:
+        """A ranking audit's relevance labels (``label``, float64, non-negative); None when
+        the audit has none (``roles.label`` is None) or is not a ranking audit."""
+        if self.task != "ranking" or self.roles.label is None:
+            return None
+        return self.label
 
     @property
     def n_rows(self) -> int:
@@ -105,6 +115,8 @@ class AuditDataset:
         extra: dict[str, Any] = {} if self.task == "binary" else {"task": self.task}
         if self.task == "multiclass":
             extra["classes"] = list(self.classes)
+        if self.task == "ranking":
+            extra["n_lists"] = 1 if self.lists is None else int(pd.unique(self.lists).size)
         return {
             **extra,
             "n_rows": self.n_rows,
@@ -115,7 +127,7 @@ class AuditDataset:
             "positive_label": _plain(self.positive_label),
             "label_rate": (
                 None
-                if self.task == "multiclass"
+                if self.task == "multiclass" or (self.task == "ranking" and self.relevance is None)
                 else float(self.label.mean())
                 if self.n_rows
                 else float("nan")
@@ -142,7 +154,10 @@ class AuditDataset:
 
         ``task="regression"``: the label is a real-valued target (numeric, finite) and the
         score column the model's prediction (numeric, finite; ``score_type`` ``value``); no
-        threshold or positive label applies.
+        threshold or positive label applies. ``task="ranking"``: the score column ranks the
+        items (numeric, finite; higher ranks higher) within the lists of ``roles.list_id``
+        (one list without it); the label, when given, is their relevance (numeric, finite,
+        non-negative).
 
         Raises :class:`DataContractError` naming the column and the problem for: a missing
         column, an empty table, a label that is not binary, nulls in the label or a protected
@@ -177,17 +192,35 @@ class AuditDataset:
             )
 
         classes: tuple[str, ...] = ()
-        if task == "regression":
+        lists = None
+        if roles.label is None:
+            if task != "ranking":
+                raise DataContractError(
+                    f"a {task} audit needs a label column (roles.label); only a ranking audit "
+                    "may go without (no relevance labels)"
+                )
+            label = np.full(len(frame), np.nan)
+        elif task == "ranking":
+            label = _encode_relevance(frame[roles.label], roles.label)
+        elif task == "regression":
             label = _encode_target(frame[roles.label], roles.label)
         elif task == "multiclass":
             label, classes = _encode_classes(frame[roles.label], roles.label)
         else:
             label = _encode_label(frame[roles.label], roles.label, positive_label)
+        if roles.list_id is not None:
+            if task != "ranking":
+                raise DataContractError(
+                    f"roles.list_id ({roles.list_id!r}) applies to ranking audits; this is a "
+                    f"{task} audit"
+                )
+            lists = _list_ids(frame[roles.list_id], roles.list_id)
         groups = {a: _encode_group(frame[a], a, min_group_size) for a in roles.protected}
         probability = prediction = None
-        if task == "regression" and roles.score is not None:
+        if task in ("regression", "ranking") and roles.score is not None:
             prediction = _check_scores(frame[roles.score], roles.score, st)
         elif task == "multiclass" and roles.score is not None:
+            assert roles.label is not None
             prediction = _predicted_classes(frame[roles.score], roles.score, roles.label, classes)
         elif roles.score is not None:
             probability = _check_scores(frame[roles.score], roles.score, st)
@@ -207,6 +240,7 @@ class AuditDataset:
             feature_columns=tuple(features),
             task=task,
             classes=classes,
+            lists=lists,
         )
 
 
@@ -282,6 +316,35 @@ def _encode_target(col: pd.Series, name: str) -> np.ndarray:
             "target"
         )
     return y
+
+
+def _encode_relevance(col: pd.Series, name: str) -> np.ndarray:
+    """A ranking's relevance labels: numeric (booleans count as 0/1), finite, non-negative."""
+    if not pd.api.types.is_numeric_dtype(col.dtype):
+        raise DataContractError(
+            f"label column {name!r} (the relevance of a ranking audit) must be numeric (0/1 or "
+            f"graded); found dtype {col.dtype} (e.g. {_examples(col)})"
+        )
+    y = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(y) | (y < 0)
+    if bad.any():
+        raise DataContractError(
+            f"label column {name!r} (the relevance of a ranking audit) has {int(bad.sum())} "
+            f"missing, infinite or negative value(s) (e.g. {_examples(col[bad])}); relevance "
+            "must be a finite number >= 0 (leave columns.label out to audit without relevance)"
+        )
+    return y
+
+
+def _list_ids(col: pd.Series, name: str) -> np.ndarray:
+    """A ranking audit's list (query) ids: any values, none missing."""
+    nulls = int(col.isna().sum())
+    if nulls:
+        raise DataContractError(
+            f"list-id column {name!r} has {nulls} missing value(s) (first at row "
+            f"{col.index[col.isna()][0]!r}); every item must belong to a list"
+        )
+    return col.to_numpy()
 
 
 def _encode_classes(col: pd.Series, name: str) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -7,24 +7,27 @@ classifiers").
   value``); thresholds, positive labels and probabilities do not apply.
 * ``multiclass``: a class label and a predicted class per row (``score_type: class``; a model's
   ``predict``); thresholds and positive labels do not apply.
+* ``ranking``: a ranking score per item (``score_type: value``, higher ranks higher: a score
+  column, a regressor's ``predict`` or a classifier's probability of the positive class),
+  optionally the list (query) each item is ranked in (``columns.list_id``) and its relevance
+  (``columns.label``, optional: non-negative, 0/1 or graded).
 
 Each method declares the tasks it is defined for (:class:`fairengine.registry.MethodSpec`); in
 an audit of another task it is listed as not applicable, with the reason, and does not run.
-``ranking`` is planned and refused with a clear message for now.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-Task = Literal["binary", "regression", "multiclass"]
-TASKS: tuple[Task, ...] = ("binary", "regression", "multiclass")
-PLANNED_TASKS: tuple[str, ...] = ("ranking",)
+Task = Literal["binary", "regression", "multiclass", "ranking"]
+TASKS: tuple[Task, ...] = ("binary", "regression", "multiclass", "ranking")
 
 TASK_NOUNS: dict[str, str] = {
     "binary": "binary classifiers",
     "regression": "regression models",
     "multiclass": "multiclass classifiers",
+    "ranking": "rankings",
 }
 """What each task audits, for the "not applicable" reasons."""
 
@@ -33,6 +36,7 @@ DEFAULT_SCORE_TYPE: dict[str, str] = {
     "binary": "probability",
     "regression": "value",
     "multiclass": "class",
+    "ranking": "value",
 }
 
 

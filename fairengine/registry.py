@@ -63,6 +63,8 @@ from fairengine.multiclass.result import MulticlassDetails
 from fairengine.permutation.config import PermutationConfig
 from fairengine.permutation.result import PermutationDetails
 from fairengine.prediction_task import TASKS
+from fairengine.ranking.config import RankingConfig
+from fairengine.ranking.result import RankingDetails
 from fairengine.regression.config import RegressionConfig
 from fairengine.regression.result import RegressionDetails
 from fairengine.results import MethodDetails, MethodResult, NoDetails, register_details
@@ -389,6 +391,25 @@ def _multiclass_summary(result: MethodResult, config: MulticlassConfig) -> str:
     )
 
 
+def _run_ranking_metrics(
+    dataset: AuditDataset, config: RankingConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.ranking.method import run_ranking_metrics
+
+    return run_ranking_metrics(dataset, config, seed=context.seed)
+
+
+def _ranking_summary(result: MethodResult, config: RankingConfig) -> str:
+    details = result.details
+    assert isinstance(details, RankingDetails)
+    pairs = sum(a.pairs_planned for a in details.attributes)
+    return (
+        f"Ranking metrics: {details.n_items:,} items in {details.n_lists:,} list(s), "
+        f"{len(details.attributes)} attribute(s), {pairs} group pair(s) x "
+        f"{config.n_permutations} within-list permutations in {result.seconds or 0.0:.1f} s"
+    )
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec(
         "group_parity",
@@ -469,6 +490,15 @@ METHODS: list[MethodSpec] = [
         summary=_multiclass_summary,
         details=MulticlassDetails,
         tasks=("multiclass",),
+    ),
+    MethodSpec(
+        "ranking_metrics",
+        "Ranking fairness (exposure and top-k representation by group)",
+        RankingConfig,
+        _run_ranking_metrics,
+        summary=_ranking_summary,
+        details=RankingDetails,
+        tasks=("ranking",),
     ),
 ]
 """Every method of an audit, in report order."""

@@ -14,20 +14,24 @@ class ColumnRoles:
 
     Parameters
     ----------
-    label : the binary outcome column.
+    label : the outcome column (binary; a regression target; a class; a ranking's relevance).
+        ``None`` only in a ranking audit without relevance labels.
     protected : one or more protected-attribute columns (strings, categoricals, integers or
         booleans; bin continuous attributes such as age first).
     score : the model's score column (probability or raw logit, see ``score_type``); ``None``
         when a model will produce the scores.
     features : model input columns; ``None`` means every column not named in another role.
     weight : optional non-negative sample-weight column.
+    list_id : a ranking audit's list (query) id column: items are ranked within their list
+        (``None``: one list of every row).
     """
 
-    label: str
+    label: str | None
     protected: tuple[str, ...]
     score: str | None = None
     features: tuple[str, ...] | None = None
     weight: str | None = None
+    list_id: str | None = None
 
     def __post_init__(self) -> None:
         protected = self.protected
@@ -40,19 +44,20 @@ class ColumnRoles:
         object.__setattr__(self, "protected", tuple(str(c) for c in protected))
         if self.features is not None:
             object.__setattr__(self, "features", tuple(str(c) for c in self.features))
-        roles = (self.label, *self.protected, self.score, self.weight)
+        roles = (self.label, *self.protected, self.score, self.weight, self.list_id)
         named = [c for c in roles if c is not None]
         dupes = sorted({c for c in named if named.count(c) > 1})
         if dupes:
             raise DataContractError(
                 f"column(s) {dupes} are given more than one role "
-                "(label, protected, score, weight); "
+                "(label, protected, score, weight, list_id); "
                 "each column may play one role"
             )
 
     def role_columns(self) -> list[str]:
-        """Label, protected, score and weight columns (those present), in that order."""
-        cols = [self.label, *self.protected, self.score, self.weight]
+        """Label, protected, score, weight and list-id columns (those present), in that
+        order."""
+        cols = [self.label, *self.protected, self.score, self.weight, self.list_id]
         return [c for c in cols if c is not None]
 
     def feature_columns(self, columns: Sequence[str]) -> list[str]:
@@ -69,4 +74,5 @@ class ColumnRoles:
             "score": self.score,
             "features": list(self.features) if self.features is not None else None,
             "weight": self.weight,
+            **({"list_id": self.list_id} if self.list_id is not None else {}),
         }

@@ -19,3 +19,21 @@ def require_integers(where: str, config: Any, limits: Iterable[tuple[str, int]])
     """:func:`require_integer` for each ``(attribute, lower bound)`` of ``config``."""
     for key, low in limits:
         require_integer(where, key, getattr(config, key), low)
+
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+"""The alternatives of a method's tests (``methods.<method>.alternative``)."""
+
+
+def require_alternative(where: str, value: Any) -> None:
+    """Raise unless ``value`` is one of :data:`ALTERNATIVES`."""
+    if value not in ALTERNATIVES:
+        raise ConfigError(
+            f"{where}.alternative must be 'two-sided', 'greater' or 'less', got {value!r}"
+        )
+
+
+def require_level(where: str, key: str, value: Any) -> None:
+    """Raise unless ``value`` is a number strictly between 0 and 1 (a confidence level)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"{where}.{key} must lie in (0, 1), got {value!r}")

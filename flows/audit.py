@@ -31,6 +31,7 @@ from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
 from fairengine.multiclass.resampler import MulticlassResampler
 from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
+from fairengine.ranking.resampler import RankingResampler
 from fairengine.regression.resampler import RegressionResampler
 from fairengine.results import AuditResult, MethodResult, ValidationResult
 from fairengine.verdict import finalize_audit
@@ -320,6 +321,7 @@ def decision_resampler(
         ),
         RegressionResampler(dataset, cfg.methods.regression_metrics, seed=cfg.seed),
         MulticlassResampler(dataset, cfg.methods.multiclass_metrics, seed=cfg.seed),
+        RankingResampler(dataset, cfg.methods.ranking_metrics, seed=cfg.seed),
     )
     root = cache_root(cfg)
     if root is None:
@@ -333,6 +335,8 @@ def decision_resampler(
         settings["regression_metrics"] = cfg.methods.regression_metrics
     if dataset.task == "multiclass":
         settings["multiclass_metrics"] = cfg.methods.multiclass_metrics
+    if dataset.task == "ranking":
+        settings["ranking_metrics"] = cfg.methods.ranking_metrics
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 

@@ -35,7 +35,7 @@ from fairengine.comparison.record import ModelComparison
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError
 
-COLUMN_KEYWORDS = ("label", "protected", "score", "features", "weight")
+COLUMN_KEYWORDS = ("label", "protected", "score", "features", "weight", "list_id")
 """Keywords that set ``columns.<keyword>`` of the config."""
 DATA_KEYWORDS = (
     "format",
@@ -320,7 +320,7 @@ def audit_config(
         protected = [protected]
     if protected is not None:
         columns["protected"] = list(protected)
-    for key in ("features", "weight"):
+    for key in ("features", "weight", "list_id"):
         if key in settings:
             value = settings.pop(key)
             columns[key] = [value] if key == "features" and isinstance(value, str) else value
@@ -369,7 +369,9 @@ def audit(
     ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=``, ``engine=``,
     ``batch_rows=``, ``sample_rows=`` as in the YAML's ``data`` section; ``engine="stream"``
     reads Parquet/CSV files, folders or globs batch by batch, for data larger than memory).
-    ``label``, ``protected`` (one name or a list), ``features``, ``weight``: the column roles.
+    ``label``, ``protected`` (one name or a list), ``features``, ``weight``: the column roles
+    (``task="ranking"``: ``label`` is the optional relevance and ``list_id`` the list/query id
+    column; ``task`` is ``binary``, ``regression``, ``multiclass`` or ``ranking``).
     ``model``: a fitted classifier with ``predict_proba`` (scikit-learn,
     xgboost, lightgbm), a ``torch.nn.Module``, a callable returning P(y=1) per row, or an MLflow
     model URI (``models:/name/3``, ``runs:/<id>/model``); or ``score=<column>`` when the data

@@ -355,6 +355,7 @@ def choose_score_source(
     model_input: ModelInput,
     score_type: str,
     positive_label: Any,
+    task: str = "binary",
 ) -> ModelScores:
     """Settle the score source of ``pyfunc`` and score the rows of ``frame`` (its
     ``model_input`` columns) with it.
@@ -375,8 +376,12 @@ def choose_score_source(
     features = model_input.prepare(frame)
     n = len(features)
     notes: list[str] = []
+    if score_type == "value" and task == "ranking" and _has_proba(raw):
+        return _ranking_probabilities(pyfunc, features, model_input, raw, name, flavor, estimator)
     if score_type == "value":
-        return _regression_predictions(pyfunc, features, model_input, raw, name, flavor, estimator)
+        return _regression_predictions(
+            pyfunc, features, model_input, raw, name, flavor, estimator, task
+        )
     if score_type == "class":
         return _predicted_classes(pyfunc, features, model_input, raw, name, flavor, estimator)
     if (
@@ -483,7 +488,11 @@ def choose_score_source(
     return ModelScores(out.scores, source, tuple(notes))
 
 
-def _regression_predictions(
+def _has_proba(raw: Any) -> bool:
+    return raw is not None and not _is_torch_module(raw) and hasattr(raw, "predict_proba")
+
+
+def _ranking_probabilities(
     pyfunc: Any,
     features: pd.DataFrame,
     model_input: ModelInput,
@@ -492,8 +501,49 @@ def _regression_predictions(
     flavor: str,
     estimator: str | None,
 ) -> ModelScores:
-    """A regression audit's predictions: the pyfunc's ``predict``, one finite number per row
-    (shape (n,) or (n, 1)); anything else is a :class:`ModelLoadError` saying what came back."""
+    """A ranking by a binary classifier: its probability of the second class of ``classes_``
+    (scikit-learn's positive class), never its hard labels (which would tie every item)."""
+    classes = list(getattr(raw, "classes_", []))
+    if len(classes) != 2:
+        raise ModelLoadError(
+            f"task: ranking ranks items by a score; {name} is a classifier with "
+            f"{len(classes)} classes {classes[:6]}: rank by a score column (columns.score) or "
+            "give a regressor or a binary classifier"
+        )
+    cls = classes[1].item() if isinstance(classes[1], np.generic) else classes[1]
+    source = ScoreSource(
+        "predict_proba",
+        f"predict_proba of {name}, column 1 (class {cls!r}), the ranking score",
+        "value",
+        flavor=flavor,
+        estimator=estimator,
+        column=1,
+        positive_class=cls,
+    )
+    try:
+        scores = np.asarray(source_scores(pyfunc, source, features), dtype=np.float64)
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise _scoring_failure(exc, model_input, raw) from None
+    if len(scores) > 1 and np.all(scores == scores[0]):
+        raise constant_output_error(f"predict_proba of {name}", scores[0])
+    return ModelScores(scores, source)
+
+
+def _regression_predictions(
+    pyfunc: Any,
+    features: pd.DataFrame,
+    model_input: ModelInput,
+    raw: Any,
+    name: str,
+    flavor: str,
+    estimator: str | None,
+    task: str = "regression",
+) -> ModelScores:
+    """A regression audit's predictions (or a ranking's scores): the pyfunc's ``predict``, one
+    finite number per row (shape (n,) or (n, 1)); anything else is a :class:`ModelLoadError`
+    saying what came back."""
     what = f"the pyfunc predict of {name}"
     try:
         output = pyfunc.predict(features)
@@ -506,12 +556,12 @@ def _regression_predictions(
     n = len(features)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ModelLoadError(
-            f"task: regression needs one prediction per row, but {what} returned shape "
+            f"task: {task} needs one prediction per row, but {what} returned shape "
             f"{arr.shape} for {n} rows"
         )
     if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, np.bool_)):
         raise ModelLoadError(
-            f"task: regression needs numeric predictions, but {what} returned values of type "
+            f"task: {task} needs numeric predictions, but {what} returned values of type "
             f"{arr.dtype} (e.g. {list(arr[:3])}); is this a classifier?"
         )
     pred = arr.astype(np.float64)
@@ -522,7 +572,7 @@ def _regression_predictions(
         raise constant_output_error(what, pred[0])
     source = ScoreSource(
         "pyfunc_output",
-        f"output of {what}, one prediction per row (regression)",
+        f"output of {what}, one prediction per row ({task})",
         "value",
         flavor=flavor,
         estimator=estimator,
@@ -588,9 +638,10 @@ def score_data(
     model_input: ModelInput,
     score_type: str,
     positive_label: Any,
+    task: str = "binary",
 ) -> ModelScores:
     """Score the audit rows with the model (:func:`choose_score_source`)."""
-    result = choose_score_source(pyfunc, frame, model_input, score_type, positive_label)
+    result = choose_score_source(pyfunc, frame, model_input, score_type, positive_label, task)
     get_run_logger().info(
         "Scored %d rows with the model: %s", len(frame), result.source.description
     )
@@ -716,7 +767,14 @@ def resolve_scores(
         pyfunc, info = timed("load_model", load_model, cfg.model.uri, tracking_uri)
     model_input, notes = plan_model_input(pyfunc, frame, roles, cfg.columns.features)
     scored = timed(
-        "score_data", score_data, pyfunc, frame, model_input, cfg.score_type, cfg.positive_label
+        "score_data",
+        score_data,
+        pyfunc,
+        frame,
+        model_input,
+        cfg.score_type,
+        cfg.positive_label,
+        cfg.task,
     )
     out = frame.copy()
     out[SCORE_COLUMN] = scored.scores

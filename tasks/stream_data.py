@@ -231,7 +231,7 @@ def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
 
     roles = cfg.roles()
     source = StreamSource(str(cfg.data.path), format=cfg.data.format)
-    needed = [roles.label, *roles.protected]
+    needed = [c for c in (roles.label, *roles.protected) if c is not None]
     if roles.weight:
         needed.append(roles.weight)
     if not has_model:

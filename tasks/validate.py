@@ -137,13 +137,15 @@ def _plan(
         )
     ]
 
-    role_of: dict[str, str] = {roles.label: "label"}
+    role_of: dict[str, str] = {} if roles.label is None else {roles.label: "label"}
     for a in roles.protected:
         role_of.setdefault(a, "protected attribute")
     if roles.score is not None:
         role_of.setdefault(roles.score, "score")
     if roles.weight is not None:
         role_of.setdefault(roles.weight, "weight")
+    if roles.list_id is not None:
+        role_of.setdefault(roles.list_id, "list id")
     for f in roles.features or ():
         role_of.setdefault(f, "feature")
     names = pd.Series([c for c in frame.columns if isinstance(c, str)], dtype=object)
@@ -180,7 +182,8 @@ def _plan(
                         column=y, min_value=-_FLOAT_MAX, max_value=_FLOAT_MAX
                     ),
                     y,
-                    f"label column {y!r} (the regression target) is finite (no ±inf)",
+                    f"label column {y!r} (a regression target or a ranking's relevance) is finite "
+                    "(no ±inf)",
                     "between",
                     {"noun": "infinite value", "where": "", "hint": ""},
                 )

@@ -54,9 +54,10 @@ def test_regression_replaces_the_binary_defaults() -> None:
         ({"task": "regression", "threshold": 0.3}, "threshold: binary-classifier setting"),
         ({"task": "regression", "score_type": "raw"}, "score_type: binary-classifier setting"),
         ({"task": "regression", "positive_label": 1}, "positive_label: binary-classifier"),
-        ({"task": "ranking"}, "task 'ranking' is not supported by this version"),
-        ({"task": "regresion"}, "task must be one of ['binary', 'regression', 'multiclass']"),
-        ({"score_type": "value"}, "score_type 'value' is the prediction of a regression model"),
+        ({"task": "regresion"},
+         "task must be one of ['binary', 'regression', 'multiclass', 'ranking']"),
+        ({"score_type": "value"},
+         "score_type 'value' is the prediction of a regression or ranking model"),
         ({"task": "regression", "methods": {"regression_metrics": {"metrics": ["rmse"]}}},
          "methods.regression_metrics.metrics must list some of"),
     ],
@@ -176,7 +177,7 @@ def test_the_report_lists_the_inapplicable_methods_on_one_line(regression_audit)
     html = regression_audit.html()
     assert (
         "Not applicable to a regression audit (defined for binary classifiers; multiclass "
-        "classifiers):" in html
+        "classifiers; rankings):" in html
     )
     assert "FlipTest (optimal-transport flipsets)" in html
     assert html.count('<section class="method ') == 1  # only the method that ran

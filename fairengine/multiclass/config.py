@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairengine.errors import ConfigError
+from fairengine.setting_checks import require_alternative, require_integers, require_level
 
 #: The per-class rates the method can test (:data:`fairengine.multiclass.RATE_METRICS`).
 MULTICLASS_RATES = ("selection", "tpr", "fpr")
@@ -42,18 +43,8 @@ class MulticlassConfig:
             raise ConfigError(
                 f"{where}.metrics must list some of {list(MULTICLASS_RATES)}, got {self.metrics!r}"
             )
-        for key, low in (("n_permutations", 19), ("max_pairs", 1)):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not (isinstance(value, int) and value >= low):
-                raise ConfigError(f"{where}.{key} must be a whole number >= {low}, got {value!r}")
+        require_integers(where, self, (("n_permutations", 19), ("max_pairs", 1)))
         if not float(self.concentration) >= 0:
             raise ConfigError(f"{where}.concentration must be >= 0, got {self.concentration!r}")
-        if not 0 < self.confidence_level < 1:
-            raise ConfigError(
-                f"{where}.confidence_level must lie in (0, 1), got {self.confidence_level}"
-            )
-        if self.alternative not in ("two-sided", "greater", "less"):
-            raise ConfigError(
-                f"{where}.alternative must be 'two-sided', 'greater' or 'less', "
-                f"got {self.alternative!r}"
-            )
+        require_level(where, "confidence_level", self.confidence_level)
+        require_alternative(where, self.alternative)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairengine.errors import ConfigError
+from fairengine.setting_checks import require_alternative, require_integers, require_level
 
 #: The group differences the method can test (:data:`fairengine.regression.DIFFERENCE_METRICS`).
 REGRESSION_DIFFERENCES = ("mean_prediction", "mean_residual", "mae", "mse")
@@ -46,20 +47,8 @@ class RegressionConfig:
                 f"methods.regression_metrics.metrics must list some of "
                 f"{list(REGRESSION_DIFFERENCES)}, got {self.metrics!r}"
             )
-        if isinstance(self.n_permutations, bool) or not (
-            isinstance(self.n_permutations, int) and self.n_permutations >= 19
-        ):
-            raise ConfigError(
-                "methods.regression_metrics.n_permutations must be a whole number >= 19, "
-                f"got {self.n_permutations!r}"
-            )
-        if isinstance(self.max_pairs, bool) or not (
-            isinstance(self.max_pairs, int) and self.max_pairs >= 1
-        ):
-            raise ConfigError(
-                f"methods.regression_metrics.max_pairs must be a whole number >= 1, "
-                f"got {self.max_pairs!r}"
-            )
+        where = "methods.regression_metrics"
+        require_integers(where, self, (("n_permutations", 19), ("max_pairs", 1)))
         if self.loss_bound is not None and not float(self.loss_bound) >= 0:
             raise ConfigError(
                 f"methods.regression_metrics.loss_bound must be >= 0 or null, "
@@ -70,13 +59,5 @@ class RegressionConfig:
                 f"methods.regression_metrics.loss must be one of {list(REGRESSION_LOSSES)}, "
                 f"got {self.loss!r}"
             )
-        if not 0 < self.confidence_level < 1:
-            raise ConfigError(
-                "methods.regression_metrics.confidence_level must lie in (0, 1), "
-                f"got {self.confidence_level}"
-            )
-        if self.alternative not in ("two-sided", "greater", "less"):
-            raise ConfigError(
-                "methods.regression_metrics.alternative must be 'two-sided', 'greater' or "
-                f"'less', got {self.alternative!r}"
-            )
+        require_level(where, "confidence_level", self.confidence_level)
+        require_alternative(where, self.alternative)

@@ -105,12 +105,15 @@ def stream_counts(
         bins=bins if has_scores else None,
     )
     reservoir = StratifiedReservoir(roles.protected, sample_rows, seed) if sample_rows else None
+    label_column = roles.label
+    if label_column is None:
+        raise DataContractError("a streamed audit needs a label column (roles.label)")
     n_batches = 0
     for batch in src.batches(columns):
         where = batch.where
         data = batch.data
         label, label_values = check_label(
-            where, _array(data, roles.label), roles.label, positive_label
+            where, _array(data, label_column), label_column, positive_label
         )
         groups = {
             a: check_protected(where, _array(data, a, decode=False), a) for a in roles.protected

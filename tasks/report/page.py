@@ -112,6 +112,8 @@ def header_view(result: AuditResult) -> dict[str, Any]:
     score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 predictions as given (no threshold; AUC-type metrics not applicable)"
+    elif score_type == "value" and result.dataset.task == "ranking":
+        prediction = "ranking scores (higher ranks higher; task: ranking)"
     elif score_type == "value":
         prediction = "a regression model's predictions (real values; task: regression)"
     elif score_type == "class":
@@ -199,6 +201,8 @@ def identity_view(result: AuditResult) -> list[dict[str, str]]:
     score_type, threshold = _prediction_settings(result)
     if score_type == "label":
         prediction = "hard 0/1 labels"
+    elif score_type == "value" and result.dataset.task == "ranking":
+        prediction = "ranking scores"
     elif score_type == "value":
         prediction = "values (regression)"
     elif score_type == "class":
