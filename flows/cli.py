@@ -104,6 +104,20 @@ def _build_parser() -> argparse.ArgumentParser:
         help="rows generated per gender (default 5000; half train, half audit)",
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument(
+        "--task",
+        choices=("binary", "regression", "multiclass", "ranking"),
+        default="binary",
+        help="binary (default: the hiring model) or the proxy-shift example of a regression, "
+        "multiclass or ranking model (a proxy feature that under-rates group B)",
+    )
+    demo.add_argument(
+        "--rows",
+        type=int,
+        default=8000,
+        help="rows generated for a --task regression/multiclass/ranking demo (default 8000; "
+        "half train, half audit)",
+    )
     demo.add_argument("--pdf", action="store_true", help=PDF_HELP)
 
     _add_compare_parser(sub, common)
@@ -486,14 +500,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from flows.demo import prepare_demo
+    from flows.demo import prepare_demo, prepare_task_demo
 
     if args.pdf:  # before the demo trains anything
         from tasks.report_pdf import find_browser
 
         find_browser()
     CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
-    prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
+    if args.task == "binary":
+        prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
+    else:
+        prepared = prepare_task_demo(args.task, n=args.rows, seed=args.seed, progress=CONSOLE.say)
     if args.pdf:
         prepared.config.setdefault("report", {})["pdf"] = True
     run = _run_flow(prepared.config, str(prepared.config_path.parent), args.debug, args.prefect_api)
