@@ -587,7 +587,18 @@ def _coerce(tp: Any, value: Any, where: str, problems: list[str]) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, where, problems)
+        if len(inner) == 1:
+            return _coerce(inner[0], value, where, problems)
+        for option in inner:  # e.g. int | list[float]: the first type the value fits
+            try:
+                return _coerce(option, value, where, problems)
+            except ConfigError:
+                continue
+        words = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+        kinds = " or ".join(
+            words.get(a, "a list" if typing.get_origin(a) is list else str(a)) for a in inner
+        )
+        raise ConfigError(f"config key {where!r} must be {kinds}, got {value!r}")
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a hint: a class, not an instance
         if not isinstance(value, dict):
             raise ConfigError(f"config key {where!r} must be a mapping, got {value!r}")

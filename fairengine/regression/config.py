@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from fairengine.errors import ConfigError
@@ -26,6 +27,11 @@ class RegressionConfig:
     ``max_pairs``: at most this many pairs per attribute (the largest groups first; default
     15). ``loss_bound``: ζ of bounded group loss (Agarwal, Dudík & Wu 2019) — each group's
     mean ``loss`` is tested against it (null: loss ≤ ζ); ``None`` (default) skips the check.
+    ``epsilon_bins``: ε-differential fairness of the binned predictions per attribute and over
+    their intersection (:mod:`fairengine.regression.binned_epsilon`): the number of quantile
+    bins (default 5) or the bin edges; ``null`` skips it. ``concentration``: its Dirichlet
+    smoothing (α = concentration / bins per bin; default 1); ``epsilon_draws``: posterior draws
+    for its interval (default 1,000; 0: none).
     ``confidence_level``: of every interval (default 0.95). ``alternative``: ``two-sided``,
     ``greater`` or ``less``.
     """
@@ -37,6 +43,9 @@ class RegressionConfig:
     max_pairs: int = 15
     loss_bound: float | None = None
     loss: str = "squared"
+    epsilon_bins: int | list[float] | None = 5
+    concentration: float = 1.0
+    epsilon_draws: int = 1000
     confidence_level: float = 0.95
     alternative: str = "two-sided"
 
@@ -59,5 +68,22 @@ class RegressionConfig:
                 f"methods.regression_metrics.loss must be one of {list(REGRESSION_LOSSES)}, "
                 f"got {self.loss!r}"
             )
+        bins = self.epsilon_bins
+        if bins is not None and not (
+            (isinstance(bins, int) and not isinstance(bins, bool) and bins >= 2)
+            or (
+                isinstance(bins, list)
+                and bins
+                and all(isinstance(e, int | float) and not isinstance(e, bool) for e in bins)
+                and all(a < b for a, b in itertools.pairwise(bins))
+            )
+        ):
+            raise ConfigError(
+                f"{where}.epsilon_bins must be a whole number >= 2 (quantile bins), a list of "
+                f"increasing bin edges, or null, got {bins!r}"
+            )
+        if not float(self.concentration) >= 0:
+            raise ConfigError(f"{where}.concentration must be >= 0, got {self.concentration!r}")
+        require_integers(where, self, (("epsilon_draws", 0),))
         require_level(where, "confidence_level", self.confidence_level)
         require_alternative(where, self.alternative)

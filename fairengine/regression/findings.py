@@ -13,6 +13,8 @@ key                                    what                                     
 ``reg_ks.<attr>.<a>_<b>``,             distance between the groups' predictions    yes
 ``reg_wasserstein.<attr>.<a>_<b>``
 ``reg_bgl_<loss>.<attr>.<group>``      bounded group loss, H0: loss ≤ ζ            yes
+``reg_epsilon.<attr>``                 ε of the binned predictions (attribute or    no
+                                       intersection ``a & b``)
 =====================================  ==========================================  ==========
 
 e.g. ``reg_mae.sex.Female_Male``. Permutation findings carry their exceedance count as a
@@ -24,9 +26,11 @@ their question (:func:`~fairengine.results.gap_question` of ``reg_<metric>``) wi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fairengine.finding_keys import key_token, pair_token, part_token
+from fairengine.multiclass.epsilon import MulticlassEpsilon
 from fairengine.regression.bounded_loss import BoundedGroupLoss
 from fairengine.regression.permutation import DifferenceTest, DistanceTest, PairTests
 from fairengine.regression.summaries import SUMMARY_QUANTITIES, GroupSummaries
@@ -168,6 +172,39 @@ def _bounded_findings(bg: BoundedGroupLoss) -> list[Finding]:
                     f"The {human} of {attr}={g.group} is {g.mean_loss:.4g}, upper {level:.0%} "
                     f"bound {g.upper:.4g}: {verdict}; p={g.pvalue:.4g} for the null that it is "
                     f"at most ζ (a rejection means the loss exceeds the bound)."
+                ),
+            )
+        )
+    return out
+
+
+def epsilon_findings(epsilons: Sequence[MulticlassEpsilon]) -> list[Finding]:
+    """``reg_epsilon.<attr>``: ε-differential fairness of the binned predictions (an estimate
+    with its Dirichlet posterior interval; :mod:`.binned_epsilon`)."""
+    out = []
+    for e in epsilons:
+        interval = e.posterior.interval if e.posterior is not None else None
+        factor = math.exp(min(e.epsilon, 700.0))
+        out.append(
+            Finding(
+                key=f"reg_epsilon.{part_token(e.attribute)}",
+                label=(
+                    f"ε-differential fairness of the predictions in {len(e.classes)} bins, "
+                    f"{e.attribute}"
+                ),
+                estimate=e.epsilon,
+                interval=interval,
+                reading=(
+                    f"Across the groups of {e.attribute}, the probability of a prediction bin "
+                    f"differs by a factor of up to {factor:.3g} (smoothed ε = {e.epsilon:.3g}, "
+                    f"empirical {e.epsilon_empirical:.3g}), largest for predictions "
+                    f"{e.class_label}: {e.group_high} vs {e.group_low}."
+                    + (
+                        f" Posterior {interval.level:.0%} interval {interval.low:.3g} to "
+                        f"{interval.high:.3g}."
+                        if interval is not None
+                        else ""
+                    )
                 ),
             )
         )

@@ -2,7 +2,9 @@
 group's mean prediction, mean target, mean residual (bias), MAE, MSE and RMSE with intervals,
 studentized permutation tests of the pairwise differences (DiCiccio et al. 2020, §3.3), the
 Kolmogorov–Smirnov and Wasserstein-1 distances between the groups' predictions with permutation
-p-values, and optionally bounded group loss (Agarwal, Dudík & Wu 2019, §2): the statistics are
+p-values, optionally bounded group loss (Agarwal, Dudík & Wu 2019, §2), and ε-differential
+fairness of the binned predictions per attribute and over their intersection (Foulds et al.
+2020; :mod:`fairengine.regression.binned_epsilon`): the statistics are
 :mod:`fairengine.regression`'s; this module picks the pairs and assembles the result.
 """
 
@@ -16,9 +18,11 @@ import numpy as np
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.group_pairs import pair_seed, planned_pairs
+from fairengine.multiclass.epsilon import MulticlassEpsilon
+from fairengine.regression.binned_epsilon import binned_epsilons
 from fairengine.regression.bounded_loss import bounded_group_loss
 from fairengine.regression.config import RegressionConfig
-from fairengine.regression.findings import regression_findings
+from fairengine.regression.findings import epsilon_findings, regression_findings
 from fairengine.regression.permutation import pair_permutation_tests
 from fairengine.regression.result import RegressionAttribute, RegressionDetails
 from fairengine.regression.summaries import group_summaries
@@ -36,6 +40,9 @@ def _params(config: RegressionConfig) -> dict[str, Any]:
         "max_pairs": config.max_pairs,
         "loss_bound": config.loss_bound,
         "loss": config.loss,
+        "epsilon_bins": config.epsilon_bins,
+        "concentration": config.concentration,
+        "epsilon_draws": config.epsilon_draws,
         "confidence_level": config.confidence_level,
         "alternative": config.alternative,
     }
@@ -117,6 +124,19 @@ def run_regression_metrics(
             RegressionAttribute(attr, summaries, tuple(pairs), len(pairs), possible, bounded)
         )
         findings += regression_findings(summaries, pairs, () if bounded is None else (bounded,))
+    epsilon: tuple[MulticlassEpsilon, ...] = ()
+    if config.epsilon_bins is not None:
+        epsilon = binned_epsilons(
+            pred,
+            list(dataset.groups.values()),
+            bins=config.epsilon_bins,
+            weights=w,
+            concentration=float(config.concentration),
+            n_draws=config.epsilon_draws,
+            confidence_level=config.confidence_level,
+            seed=seed,
+        )
+        findings += epsilon_findings(epsilon)
     details = RegressionDetails(
         attributes=tuple(attributes),
         n_permutations=config.n_permutations,
@@ -124,6 +144,7 @@ def run_regression_metrics(
         metrics=tuple(config.metrics),
         loss_bound=None if config.loss_bound is None else float(config.loss_bound),
         loss=config.loss,
+        epsilon=epsilon,
     )
     return MethodResult(
         method=METHOD,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fairengine.multiclass.epsilon import MulticlassEpsilon
 from fairengine.regression.bounded_loss import BoundedGroupLoss
 from fairengine.regression.permutation import PairTests
 from fairengine.regression.summaries import GroupSummaries
@@ -35,3 +36,6 @@ class RegressionDetails(MethodDetails):
     metrics: tuple[str, ...]
     loss_bound: float | None = None
     loss: str = "squared"
+    epsilon: tuple[MulticlassEpsilon, ...] = ()
+    """ε of the binned predictions per attribute and over their intersection (last), each
+    with the bins as its classes (:mod:`fairengine.regression.binned_epsilon`)."""
