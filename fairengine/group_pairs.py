@@ -4,7 +4,8 @@ Shared by the regression, multiclass and ranking statistics (:mod:`fairengine.re
 :mod:`fairengine.multiclass`, :mod:`fairengine.ranking`) and their audit methods:
 
 * :func:`planned_pairs` — all pairs of group codes a < b, or, above a cap, the pairs whose
-  smaller group is largest (their tests have the most power);
+  smaller group is largest (their tests have the most power); :func:`untested_pairs_warning`
+  says when some were left out;
 * :func:`pair_seed` — pair i's permutations come from ``SeedSequence(seed, spawn_key=(i,))`` and
   a later batch after ``start`` permutations from ``spawn_key=(i, start)`` (the convention of
   :class:`fairengine.permutation.method.PermutationResampler`), so the audit's sequential
@@ -30,6 +31,17 @@ def planned_pairs(sizes: np.ndarray, max_pairs: int) -> list[tuple[int, int]]:
         pairs, key=lambda p: (-min(sizes[p[0]], sizes[p[1]]), -max(sizes[p[0]], sizes[p[1]]), p)
     )
     return sorted(ranked[:max_pairs])
+
+
+def untested_pairs_warning(attribute: str, tested: int, n_groups: int, method: str) -> str | None:
+    """The method's warning when ``tested`` is fewer than the G(G−1)/2 pairs of ``n_groups``."""
+    possible = n_groups * (n_groups - 1) // 2
+    if tested >= possible:
+        return None
+    return (
+        f"{attribute}: {tested} of {possible} group pairs tested (the largest groups; raise "
+        f"methods.{method}.max_pairs to test more)"
+    )
 
 
 def pair_seed(seed: int, pair_index: int, start: int = 0) -> np.random.SeedSequence:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,3 +38,11 @@ def require_level(where: str, key: str, value: Any) -> None:
     """Raise unless ``value`` is a number strictly between 0 and 1 (a confidence level)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
         raise ConfigError(f"{where}.{key} must lie in (0, 1), got {value!r}")
+
+
+def config_parameters(config: Any) -> dict[str, Any]:
+    """A method configuration's settings as the method result's ``parameters`` (every field of
+    the dataclass but ``enabled``, lists copied)."""
+    out = dataclasses.asdict(config)
+    out.pop("enabled", None)
+    return out

@@ -10,13 +10,12 @@ this module picks the pairs and assembles the result.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
-from fairengine.group_pairs import pair_seed, planned_pairs
+from fairengine.group_pairs import pair_seed, planned_pairs, untested_pairs_warning
 from fairengine.multiclass.config import MulticlassConfig
 from fairengine.multiclass.epsilon import differential_fairness
 from fairengine.multiclass.findings import multiclass_findings
@@ -24,21 +23,10 @@ from fairengine.multiclass.permutation import pair_permutation_tests
 from fairengine.multiclass.rates import group_class_rates
 from fairengine.multiclass.result import MulticlassAttribute, MulticlassDetails
 from fairengine.results import MethodResult
+from fairengine.setting_checks import config_parameters
 
 METHOD = "multiclass_metrics"
 TITLE = "Multiclass fairness (per-class rates and predicted-class distributions by group)"
-
-
-def _params(config: MulticlassConfig) -> dict[str, Any]:
-    return {
-        "metrics": list(config.metrics),
-        "distance_tests": config.distance_tests,
-        "n_permutations": config.n_permutations,
-        "max_pairs": config.max_pairs,
-        "concentration": config.concentration,
-        "confidence_level": config.confidence_level,
-        "alternative": config.alternative,
-    }
 
 
 def run_multiclass_metrics(
@@ -95,11 +83,8 @@ def run_multiclass_metrics(
                 )
             )
             stream += 1
-        if len(pairs) < possible:
-            warnings.append(
-                f"{attr}: {len(pairs)} of {possible} group pairs tested (the largest groups; "
-                f"raise methods.{METHOD}.max_pairs to test more)"
-            )
+        warning = untested_pairs_warning(attr, len(pairs), enc.n_groups, METHOD)
+        warnings += [warning] if warning else []
         epsilon = differential_fairness(
             y,
             pred,
@@ -127,7 +112,7 @@ def run_multiclass_metrics(
     return MethodResult(
         method=METHOD,
         title=TITLE,
-        parameters=_params(config),
+        parameters=config_parameters(config),
         findings=findings,
         details=details,
         warnings=warnings,

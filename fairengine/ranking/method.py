@@ -10,36 +10,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
 from fairengine.finding_keys import check_unique_keys
-from fairengine.group_pairs import pair_seed, planned_pairs
+from fairengine.group_pairs import pair_seed, planned_pairs, untested_pairs_warning
 from fairengine.ranking.config import RankingConfig
 from fairengine.ranking.permutation import RankPairTests, pair_permutation_tests
 from fairengine.ranking.result import RankingAttribute, RankingDetails
 from fairengine.ranking.statistics import ranking_statistics
 from fairengine.results import Finding, MethodResult
+from fairengine.setting_checks import config_parameters
 
 METHOD = "ranking_metrics"
 TITLE = "Ranking fairness (exposure and top-k representation by group)"
-
-
-def _params(config: RankingConfig) -> dict[str, Any]:
-    return {
-        "k": list(config.k),
-        "exposure_test": config.exposure_test,
-        "n_permutations": config.n_permutations,
-        "max_pairs": config.max_pairs,
-        "relevance_threshold": config.relevance_threshold,
-        "ties": config.ties,
-        "studentize": config.studentize,
-        "confidence_level": config.confidence_level,
-        "alternative": config.alternative,
-    }
 
 
 def pair_tests(
@@ -124,11 +110,8 @@ def run_ranking_metrics(
                 )
             )
             stream += 1
-        if len(pairs) < possible:
-            warnings.append(
-                f"{attr}: {len(pairs)} of {possible} group pairs tested (the largest groups; "
-                f"raise methods.{METHOD}.max_pairs to test more)"
-            )
+        warning = untested_pairs_warning(attr, len(pairs), enc.n_groups, METHOD)
+        warnings += [warning] if warning else []
         stats = dataclasses.replace(stats, pairs=tuple(pairs))
         attributes.append(RankingAttribute(attr, stats, len(pairs), possible))
         findings += stats.findings()
@@ -146,7 +129,7 @@ def run_ranking_metrics(
     return MethodResult(
         method=METHOD,
         title=TITLE,
-        parameters=_params(config),
+        parameters=config_parameters(config),
         findings=findings,
         details=details,
         warnings=warnings,

@@ -11,13 +11,12 @@ fairness of the binned predictions per attribute and over their intersection (Fo
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from fairengine.dataset import AuditDataset
 from fairengine.errors import DataContractError
-from fairengine.group_pairs import pair_seed, planned_pairs
+from fairengine.group_pairs import pair_seed, planned_pairs, untested_pairs_warning
 from fairengine.multiclass.epsilon import MulticlassEpsilon
 from fairengine.regression.binned_epsilon import binned_epsilons
 from fairengine.regression.bounded_loss import bounded_group_loss
@@ -27,25 +26,10 @@ from fairengine.regression.permutation import pair_permutation_tests
 from fairengine.regression.result import RegressionAttribute, RegressionDetails
 from fairengine.regression.summaries import group_summaries
 from fairengine.results import MethodResult
+from fairengine.setting_checks import config_parameters
 
 METHOD = "regression_metrics"
 TITLE = "Regression fairness (errors, bias and predictions by group)"
-
-
-def _params(config: RegressionConfig) -> dict[str, Any]:
-    return {
-        "metrics": list(config.metrics),
-        "distance_tests": config.distance_tests,
-        "n_permutations": config.n_permutations,
-        "max_pairs": config.max_pairs,
-        "loss_bound": config.loss_bound,
-        "loss": config.loss,
-        "epsilon_bins": config.epsilon_bins,
-        "concentration": config.concentration,
-        "epsilon_draws": config.epsilon_draws,
-        "confidence_level": config.confidence_level,
-        "alternative": config.alternative,
-    }
 
 
 def run_regression_metrics(
@@ -102,11 +86,8 @@ def run_regression_metrics(
                 )
             )
             stream += 1
-        if len(pairs) < possible:
-            warnings.append(
-                f"{attr}: {len(pairs)} of {possible} group pairs tested (the largest groups; "
-                f"raise methods.{METHOD}.max_pairs to test more)"
-            )
+        warning = untested_pairs_warning(attr, len(pairs), enc.n_groups, METHOD)
+        warnings += [warning] if warning else []
         bounded = None
         if config.loss_bound is not None:
             bounded = bounded_group_loss(
@@ -149,7 +130,7 @@ def run_regression_metrics(
     return MethodResult(
         method=METHOD,
         title=TITLE,
-        parameters=_params(config),
+        parameters=config_parameters(config),
         findings=findings,
         details=details,
         warnings=warnings,
