@@ -344,6 +344,15 @@ def _list_ids(col: pd.Series, name: str) -> np.ndarray:
             f"list-id column {name!r} has {nulls} missing value(s) (first at row "
             f"{col.index[col.isna()][0]!r}); every item must belong to a list"
         )
+    sizes = col.value_counts(sort=False)
+    single = sizes[sizes < 2]
+    if len(single):
+        shown = ", ".join(repr(_plain(v)) for v in single.index[:5])
+        raise DataContractError(
+            f"list-id column {name!r}: {len(single)} list(s) hold a single item ({shown}"
+            f"{', …' if len(single) > 5 else ''}); a ranking needs at least 2 items per list "
+            "(drop those rows, or leave columns.list_id out to rank all rows as one list)"
+        )
     return col.to_numpy()
 
 

@@ -216,3 +216,12 @@ def test_the_resampler_continues_each_pair_on_its_own_stream() -> None:
     }
     key = next(k for k in expected if k.startswith("rank_topk_rate_k3.region."))
     assert sampler.draw(key, "permutation", 99, 40) == expected[key]
+
+
+def test_a_single_item_list_is_named_before_the_audit_runs() -> None:
+    df = _lists(4, 10)
+    df.loc[len(df)] = {"query": "lonely", "group": "A", "score": 0.3, "clicked": 0}
+    roles = ColumnRoles(label="clicked", protected=("group",), score="score", list_id="query")
+    with pytest.raises(DataContractError) as err:
+        AuditDataset.from_frame(df, roles, task="ranking")
+    assert "list-id column 'query': 1 list(s) hold a single item ('lonely')" in str(err.value)
