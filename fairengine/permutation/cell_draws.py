@@ -12,7 +12,7 @@ is a multinomial draw over the (group, cell) counts with probabilities C/n.
 
 **Rows.** When rows are not interchangeable (continuous scores, weights), a permutation is a
 uniformly random subset of k of the n positions. :func:`random_subset_masks` draws a batch of
-them exactly from one random byte per position plus a small exact correction of the count,
+them exactly from one random 16-bit key per position plus a small exact correction of the count,
 a few vectorised passes instead of a per-element Fisher–Yates shuffle.
 """
 
@@ -73,20 +73,26 @@ def random_subset_masks(rng: np.random.Generator, n: int, k: int, size: int) -> 
     """``size`` independent uniformly random k-subsets of ``range(n)`` as a bool (size, n) mask.
 
     Exact, in two steps: (1) every position joins independently with probability ≈ k/n (one
-    random byte per position), which conditional on the count K is a uniformly random K-subset;
-    (2) the |K − k| surplus (missing) members are removed (added) by uniform sampling without
-    replacement among the current members (non-members): probes at uniformly random positions,
-    accepted when they hit the right kind, processed in batches in probe order so the result is
-    the same as one-at-a-time sequential sampling. Removing a uniform subset of a uniform subset
-    leaves a uniform k-subset (and symmetrically for adding), whatever the probability in (1).
+    random 16-bit key per position), which conditional on the count K is a uniformly random
+    K-subset; (2) the |K − k| surplus (missing) members are removed (added) by uniform sampling
+    without replacement among the current members (non-members): probes at uniformly random
+    positions, accepted when they hit the right kind, processed in batches in probe order so the
+    result is the same as one-at-a-time sequential sampling. Removing a uniform subset of a
+    uniform subset leaves a uniform k-subset (and symmetrically for adding), whatever the
+    probability in (1).
     """
     if not 0 <= k <= n:
         raise ValueError(f"subset size {k} must lie in [0, {n}]")
     if k == 0 or k == n:
         return np.full((size, n), k == n, dtype=bool)
-    cut = min(255, max(1, round(256 * k / n)))
-    mask = rng.integers(0, 256, size=(size, n), dtype=np.uint8) < np.uint8(cut)
-    surplus = mask.sum(axis=1, dtype=np.int64) - k
+    # step (1) at 1/65536 resolution, from the bit generator's raw 64-bit words (four 16-bit
+    # keys each): the expected surplus |E K − k| is below n/131072 instead of n/512 with
+    # one-byte keys, so step (2) has only the binomial spread of K to correct
+    cut = min(65535, max(1, round(65536 * k / n)))
+    words = rng.bit_generator.random_raw(-(-size * n // 4))
+    mask = words.view(np.uint16)[: size * n].reshape(size, n) < np.uint16(cut)
+    del words
+    surplus = np.count_nonzero(mask, axis=1).astype(np.int64) - k
     active = np.flatnonzero(surplus)
     while active.size:
         need = np.abs(surplus[active])
