@@ -98,11 +98,11 @@ def random_subset_masks(rng: np.random.Generator, n: int, k: int, size: int) -> 
         need = np.abs(surplus[active])
         want = surplus[active] > 0  # True: remove members; False: add non-members
         frac = k / n
-        hit = np.where(want, frac, 1.0 - frac)
-        n_probe = int(min(4 * n, max(16, np.ceil(1.5 * need.max() / max(hit.min(), 1e-3)) + 16)))
-        probes = rng.integers(0, n, size=(active.size, n_probe))
+        hit = np.maximum(np.where(want, frac, 1.0 - frac), 1e-3)
+        # probes per row for its own surplus (1.5x the expected need, plus 16)
+        n_probe = np.minimum(4 * n, np.ceil(1.5 * need / hit).astype(np.int64) + 16)
         rows = np.repeat(active, n_probe)
-        cols = probes.ravel()
+        cols = rng.integers(0, n, size=rows.size)
         ok = mask[rows, cols] == np.repeat(want, n_probe)
         # first occurrence of each (row, col) only, keeping probe order
         key = rows[ok].astype(np.int64) * n + cols[ok]
