@@ -26,6 +26,14 @@ Usage::
     .venv/bin/python benchmarks/full_audit_adult.py --fliptest-attributes sex
 
 Writes ``benchmarks/results/full_audit_adult.md`` (``--out`` to change).
+
+Before/after a change (issue 23: "the speed work changes no decision")::
+
+    .venv/bin/python benchmarks/full_audit_adult.py --compare BEFORE/audit.json AFTER/audit.json
+
+prints a markdown comparison of every finding of two audits at the same settings: decisions
+equal, exact estimates equal, resampling p-values within Monte-Carlo error (|z| of the
+difference of the two estimates S/n against its binomial standard error).
 """
 
 from __future__ import annotations
@@ -229,7 +237,109 @@ def timing_rows(timings: dict[str, float]) -> list[str]:
     return rows
 
 
+@dataclass(frozen=True)
+class FindingRow:
+    """One finding of an audit.json, as compared before/after a change."""
+
+    method: str
+    decision: str
+    estimate: float | None
+    pvalue: float | None
+    exceedances: tuple[int, ...]
+    resamples: tuple[int, ...]
+
+
+def audit_findings(path: Path) -> dict[str, FindingRow]:
+    """Every finding of an audit's JSON by key (decisions as the family decided them)."""
+    audit = json.loads(Path(path).read_text())
+    out: dict[str, FindingRow] = {}
+    for m in audit["methods"]:
+        for f in m.get("findings") or []:
+            parts = f.get("resampling") or []
+            out[f["key"]] = FindingRow(
+                method=m["method"],
+                decision=str(f.get("decision")),
+                estimate=f.get("estimate"),
+                pvalue=f.get("pvalue"),
+                exceedances=tuple(int(p["exceedances"]) for p in parts),
+                resamples=tuple(int(p["resamples"]) for p in parts),
+            )
+    return out
+
+
+def monte_carlo_z(before: FindingRow, after: FindingRow) -> float:
+    """Largest |z| over the resampling parts: (S_a/n_a − S_b/n_b) over the binomial standard
+    error of that difference at the pooled proportion (0 when both are 0 or 1)."""
+    worst = 0.0
+    for sb, nb, sa, na in zip(
+        before.exceedances, before.resamples, after.exceedances, after.resamples, strict=True
+    ):
+        pooled = (sb + sa) / (nb + na)
+        se = (pooled * (1.0 - pooled) * (1.0 / nb + 1.0 / na)) ** 0.5
+        diff = sa / na - sb / nb
+        worst = max(worst, abs(diff) / se if se > 0 else 0.0)
+    return worst
+
+
+def compare_audits(before_path: Path, after_path: Path) -> list[str]:
+    """Markdown lines comparing two audits' findings (module docstring)."""
+    before, after = audit_findings(before_path), audit_findings(after_path)
+    common = sorted(set(before) & set(after))
+    only = sorted(set(before) ^ set(after))
+    decisions = [k for k in common if before[k].decision != after[k].decision]
+
+    def same(a: float | None, b: float | None) -> bool:
+        if a is None or b is None or isinstance(a, str) or isinstance(b, str):
+            return a == b
+        return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+    estimates = [k for k in common if not same(before[k].estimate, after[k].estimate)]
+    exact_p = [
+        k for k in common if not before[k].resamples and not same(before[k].pvalue, after[k].pvalue)
+    ]
+    resampled = [k for k in common if before[k].resamples and after[k].resamples]
+    z = {k: monte_carlo_z(before[k], after[k]) for k in resampled}
+    far = [k for k in resampled if z[k] > 4.0]
+    lines = [
+        f"- findings in both audits: {len(common)}; in only one: {len(only)}",
+        f"- **decisions that differ: {len(decisions)}**",
+        f"- estimates that differ (beyond 1e-9 relative): {len(estimates)}",
+        f"- exact p-values that differ: {len(exact_p)}",
+        f"- resampling p-values: {len(resampled)}, largest |z| of a difference "
+        f"{max(z.values(), default=0.0):.2f}, beyond |z| = 4: {len(far)}",
+    ]
+    changed = sorted(set(decisions) | set(estimates) | set(exact_p) | set(far) | set(only))
+    if changed:
+        lines += ["", "| finding | before | after |", "|---|---|---|"]
+        for k in changed:
+            b, a = before.get(k), after.get(k)
+            lines.append(
+                f"| {k} | {b and (b.decision, b.estimate, b.pvalue, b.exceedances, b.resamples)} "
+                f"| {a and (a.decision, a.estimate, a.pvalue, a.exceedances, a.resamples)} |"
+            )
+    moved = sorted(k for k in resampled if before[k].resamples != after[k].resamples)
+    if moved:
+        lines += [
+            "",
+            "Resampling tests whose resamples changed (the sequential decisions drew more or "
+            "fewer):",
+            "",
+            "| finding | decision | exceedances/resamples before | after | abs z |",
+            "|---|---|---|---|---|",
+        ]
+        for k in moved:
+            b, a = before[k], after[k]
+            lines.append(
+                f"| {k} | {a.decision} | {b.exceedances}/{b.resamples} | "
+                f"{a.exceedances}/{a.resamples} | {z[k]:.2f} |"
+            )
+    return lines
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--compare":
+        print("\n".join(compare_audits(Path(sys.argv[2]), Path(sys.argv[3]))))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", choices=["all", "test"], default="all")
     ap.add_argument("--fliptest-attributes", nargs="*", default=None)
@@ -280,6 +390,7 @@ def main() -> None:
     html = Path(run.report_path).read_text()
     statuses = {m.method: m.status for m in result.methods}
     print(f"audit wall {wall:.1f} s; statuses {statuses}")
+    print(f"audit json: {run.paths['json']}")
 
     method_names = [m.method for m in result.methods]
     restricted = bool(args.fliptest_attributes) or args.fliptest_refits is not None
