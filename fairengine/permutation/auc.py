@@ -26,8 +26,8 @@ expanded from them and constants of the runs (:func:`_pair`; exact while the sum
 dtype that holds the counts, no sort) plus O(#runs) float64 work in reused buffers (DiCiccio
 et al. 2020, §3.2: studentize the Mann–Whitney difference by DeLong in every permutation).
 Everything is batched over (T_chunk, n) arrays. On Adult (45,222 rows, 8,667 runs) a
-permutation costs about 0.40 ms of CPU against 0.52 ms before (masks included, loaded 2-core
-machine, ``benchmarks/results/full_audit_adult.md``).
+permutation (its subset mask included) costs about 0.31 ms of CPU against 0.51 ms before these
+changes (``benchmarks/results/full_audit_adult.md``, 2026-11-26).
 
 Backends: numpy (default) and torch (``device="cuda"`` when a GPU is available, ``"cpu"``
 otherwise; torch draws its own random subsets, so p-values differ from numpy's by Monte-Carlo
