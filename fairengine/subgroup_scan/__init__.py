@@ -1,0 +1,76 @@
+"""Subgroup scan: find the subgroups nobody declared, with a p-value that accounts for the search.
+
+Public API: :func:`scan_subgroups` (conjunctions of single values up to a depth, calibrated
+maximum, top-k with step-down adjusted p-values and simultaneous intervals), :func:`mdss_scan`
+(MDSS value subsets, Zhang & Neill 2016), :func:`bernoulli_score` and the building blocks
+:func:`code_features`, :func:`build_search_space`, :func:`cell_outcomes`, :class:`NullDraws`.
+"""
+
+from fairengine.subgroup_scan.null import MODES, NullDraws
+from fairengine.subgroup_scan.scan import (
+    NullMaximum,
+    ObservedScan,
+    ScannedSubgroup,
+    ScanResult,
+    naive_pvalues,
+    observed_scan,
+    scan_space,
+    scan_subgroups,
+    select_top,
+)
+from fairengine.subgroup_scan.search_space import (
+    Cells,
+    CodedFeature,
+    CodedFeatures,
+    SearchSpace,
+    Subgroup,
+    SubgroupScanError,
+    build_search_space,
+    code_features,
+    group_cells,
+)
+from fairengine.subgroup_scan.statistics import (
+    SIDES,
+    STATISTICS,
+    BernoulliScore,
+    CellOutcomes,
+    SubgroupMoments,
+    bernoulli_score,
+    cell_outcomes,
+    extremeness,
+    moments,
+    z_statistics,
+)
+
+__all__ = [
+    "MODES",
+    "SIDES",
+    "STATISTICS",
+    "BernoulliScore",
+    "CellOutcomes",
+    "Cells",
+    "CodedFeature",
+    "CodedFeatures",
+    "NullDraws",
+    "NullMaximum",
+    "ObservedScan",
+    "ScanResult",
+    "ScannedSubgroup",
+    "SearchSpace",
+    "Subgroup",
+    "SubgroupMoments",
+    "SubgroupScanError",
+    "bernoulli_score",
+    "build_search_space",
+    "cell_outcomes",
+    "code_features",
+    "extremeness",
+    "group_cells",
+    "moments",
+    "naive_pvalues",
+    "observed_scan",
+    "scan_space",
+    "scan_subgroups",
+    "select_top",
+    "z_statistics",
+]
