@@ -11,8 +11,8 @@ product for a batch of draws); the scanned maximum of draw b is max_A t(Z*_{A,b}
 * ``positive_rate`` / ``tpr`` / ``fpr``: ŷ permuted uniformly within the stratum (all rows, or
   the rows with y = 1, or y = 0). The cell sums of a permuted 0/1 vector are multivariate
   hypergeometric: K positives drawn without replacement from cells of sizes n_c
-  (``Generator.multivariate_hypergeometric``), which is exactly the law of the permuted sums at
-  a cost of O(C) per draw instead of O(n).
+  (``Generator.multivariate_hypergeometric``, ``method="count"``: O(N) per draw, no sort),
+  which is exactly the law of the permuted sums.
 
 **Gaussian mode** (Hothorn, Bretz & Westfall 2008; the maximum of a Gaussian vector with the
 exact null covariance of the subgroup statistics): with g_c iid N(0, 1) per cell,
@@ -85,7 +85,7 @@ class NullDraws:
         sizes = self._n_int
         keep = np.flatnonzero(sizes > 0)
         out = np.zeros((c.n.size, batch))
-        draws = rng.multivariate_hypergeometric(sizes[keep], self._k, size=batch)
+        draws = rng.multivariate_hypergeometric(sizes[keep], self._k, size=batch, method="count")
         out[keep] = draws.T
         return out
 

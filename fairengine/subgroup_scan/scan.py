@@ -324,8 +324,10 @@ def scan_space(
         s = int(scan.ranking[rank])
         g = space.subgroups[s]
         n_a = float(scan.moments.n[s])
-        o, e, v = float(scan.observed[s]), float(scan.moments.expected[s]), float(
-            scan.moments.variance[s]
+        o, e, v = (
+            float(scan.observed[s]),
+            float(scan.moments.expected[s]),
+            float(scan.moments.variance[s]),
         )
         dev = (o - e) / n_a
         half = crit * math.sqrt(v) / n_a
@@ -337,12 +339,13 @@ def scan_space(
         top.append(
             ScannedSubgroup(
                 rule=g.rule,
-                conditions=tuple(space.coded.features[f].labels[v_] for f, v_ in zip(
-                    g.features, g.values, strict=True
-                )),
+                conditions=tuple(
+                    space.coded.features[f].labels[v_]
+                    for f, v_ in zip(g.features, g.values, strict=True)
+                ),
                 rank=int(rank),
                 size=int(space.sizes[s]),
-                n=int(round(n_a)),
+                n=round(n_a),
                 observed=o,
                 expected=e,
                 observed_rate=o / n_a,

@@ -63,7 +63,7 @@ class CellOutcomes:
 
     @property
     def stratum_positives(self) -> int:
-        return int(round(float(self.observed.sum())))
+        return round(float(self.observed.sum()))
 
 
 def _binary(name: str, values: np.ndarray) -> np.ndarray:
@@ -105,9 +105,7 @@ def cell_outcomes(
         outcome = _binary("decision", decision)
         if outcome.size != n_rows:
             raise SubgroupScanError(f"decision has {outcome.size} rows, the features {n_rows}")
-        stratum = {"positive_rate": np.ones(n_rows, dtype=bool), "tpr": y == 1, "fpr": y == 0}[
-            kind
-        ]
+        stratum = {"positive_rate": np.ones(n_rows, dtype=bool), "tpr": y == 1, "fpr": y == 0}[kind]
         if stratum.sum() < 2:
             raise SubgroupScanError(f"the {kind} statistic needs at least 2 rows in its stratum")
         p = None
