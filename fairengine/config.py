@@ -46,6 +46,7 @@ from fairengine.registry import BUILT_IN, METHODS, method_spec
 from fairengine.regression.config import RegressionConfig
 from fairengine.roles import ColumnRoles
 from fairengine.scores import BINARY_SCORE_TYPES, SCORE_TYPES
+from fairengine.subgroup_scan.config import SubgroupScanConfig
 
 DATA_ENGINES = ("auto", "pandas", "stream")
 """Values of ``data.engine`` (:class:`DataConfig`)."""
@@ -167,6 +168,7 @@ class MethodsConfig:
     regression_metrics: RegressionConfig = field(default_factory=RegressionConfig)
     multiclass_metrics: MulticlassConfig = field(default_factory=MulticlassConfig)
     ranking_metrics: RankingConfig = field(default_factory=RankingConfig)
+    subgroup_scan: SubgroupScanConfig = field(default_factory=SubgroupScanConfig)
     registered: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     """Sections of the methods registered from outside this package (by name)."""
 

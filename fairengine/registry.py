@@ -68,6 +68,8 @@ from fairengine.ranking.result import RankingDetails
 from fairengine.regression.config import RegressionConfig
 from fairengine.regression.result import RegressionDetails
 from fairengine.results import MethodDetails, MethodResult, NoDetails, register_details
+from fairengine.subgroup_scan.config import SubgroupScanConfig
+from fairengine.subgroup_scan.result import SubgroupScanDetails
 
 if TYPE_CHECKING:  # pyarrow is imported only by a streamed audit
     from fairengine.streaming.tables import StreamedCounts
@@ -410,6 +412,25 @@ def _ranking_summary(result: MethodResult, config: RankingConfig) -> str:
     )
 
 
+def _run_subgroup_scan(
+    dataset: AuditDataset, config: SubgroupScanConfig, context: RunContext
+) -> MethodResult:
+    from fairengine.subgroup_scan.method import run_subgroup_scan
+
+    return run_subgroup_scan(dataset, config, seed=context.seed)
+
+
+def _subgroup_scan_summary(result: MethodResult, config: SubgroupScanConfig) -> str:
+    details = result.details
+    assert isinstance(details, SubgroupScanDetails)
+    best = details.top[0].rule if details.top else "none"
+    return (
+        f"Subgroup scan ({details.statistic_name}, depth {details.depth}): "
+        f"{details.n_subgroups} subgroups, worst {best!r}, calibrated p = {details.pvalue:.3g} "
+        f"({details.null.draws} null scans) in {result.seconds or 0.0:.1f} s"
+    )
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec(
         "group_parity",
@@ -499,6 +520,14 @@ METHODS: list[MethodSpec] = [
         summary=_ranking_summary,
         details=RankingDetails,
         tasks=("ranking",),
+    ),
+    MethodSpec(
+        "subgroup_scan",
+        "Subgroup scan (the worst subgroup, with a search-adjusted p-value)",
+        SubgroupScanConfig,
+        _run_subgroup_scan,
+        summary=_subgroup_scan_summary,
+        details=SubgroupScanDetails,
     ),
 ]
 """Every method of an audit, in report order."""

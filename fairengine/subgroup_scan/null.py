@@ -1,18 +1,20 @@
 """Null draws of the whole scan, vectorized over draws through the cell sums.
 
-Each draw produces a new outcome sum per cell, W*_c, and the subgroup sums O* = Mᵀ W* (one sparse
-product for a batch of draws); the scanned maximum of draw b is max_A t(Z*_{A,b}).
+Each draw produces a new outcome sum per cell, W*_c, and the subgroup sums O* = Mᵀ W* (sparse
+products over blocks of cells, one per batch of draws); the scanned maximum of draw b is
+max_A t(Z*_{A,b}).
 
 **Exact mode** (the null itself):
 
 * ``calibration``: y*_i ~ Bernoulli(p_i) independently (the model's probabilities are the
-  truth). Rows are sorted by cell once; a batch draws uniforms u (b, n) and sums 1[u < p] within
-  each cell (``np.add.reduceat``).
+  truth). Rows are sorted by cell once; for a block of cells, uniforms u (rows, b) are drawn and
+  1[u < p] summed within each cell (``np.add.reduceat``; skipped when every cell is one row).
 * ``positive_rate`` / ``tpr`` / ``fpr``: ŷ permuted uniformly within the stratum (all rows, or
   the rows with y = 1, or y = 0). The cell sums of a permuted 0/1 vector are multivariate
-  hypergeometric: K positives drawn without replacement from cells of sizes n_c
-  (``Generator.multivariate_hypergeometric``, ``method="count"``: O(N) per draw, no sort),
-  which is exactly the law of the permuted sums.
+  hypergeometric: K positives drawn without replacement from cells of sizes n_c. Drawn in two
+  stages, exactly: the positives per block of cells (multivariate hypergeometric over the block
+  sizes), then within each block given its count (``Generator.multivariate_hypergeometric``,
+  ``method="count"``).
 
 **Gaussian mode** (Hothorn, Bretz & Westfall 2008; the maximum of a Gaussian vector with the
 exact null covariance of the subgroup statistics): with g_c iid N(0, 1) per cell,
@@ -22,19 +24,20 @@ exact null covariance of the subgroup statistics): with g_c iid N(0, 1) per cell
 * permutation: W*_c = n_c π + s (√n_c g_c − (n_c/N) Σ_c' √n_c' g_c'), s² = π(1 − π)N/(N − 1),
   so Cov(O*_A, O*_B) = s²(n_{A∩B} − n_A n_B/N), the hypergeometric covariance.
 
-Both draw the covariance without forming the S × S matrix, at O(C) per draw.
+Both draw the covariance without forming the S × S matrix, at O(C) per draw. Memory: the work
+arrays of a block are at most ``BLOCK_CELLS`` cells (and their rows) × the draws of a batch,
+capped at about 2²³ numbers by splitting the batch.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from fairengine.subgroup_scan.search_space import SearchSpace, SubgroupScanError
 from fairengine.subgroup_scan.statistics import CellOutcomes
 
 MODES = ("exact", "gaussian")
-_ELEMENTS_PER_CHUNK = 1 << 23  # uniforms per chunk of the calibration draws (32 MB float32)
+_MAX_ELEMENTS = 1 << 23  # numbers in one block's work array (32 MB as float32)
 
 
 class NullDraws:
@@ -46,50 +49,78 @@ class NullDraws:
         self.space = space
         self.cells = cells
         self.mode = mode
-        self._mt = sparse.csr_matrix(space.membership.T)
-        order = space.cells.order
-        self._starts = space.cells.starts
+        self._blocks = space.blocks()
+        c = space.cells
+        self._row_starts = np.r_[c.starts, c.order.size]
+        self._singletons = c.n_cells == c.order.size
         if cells.probability is not None and mode == "exact":
-            self._p_sorted = cells.probability[order].astype(np.float32)
-        n_c = cells.n
-        self._n_int = np.rint(n_c).astype(np.int64)
-        self._big_n = float(n_c.sum())
+            self._p_sorted = cells.probability[c.order].astype(np.float32)
+        self._n_int = np.rint(cells.n).astype(np.int64)
+        self._big_n = float(cells.n.sum())
         self._k = cells.stratum_positives
+        self._pi = self._k / self._big_n
 
-    def _cell_sums(self, rng: np.random.Generator, batch: int) -> np.ndarray:
-        """W* (C, batch)."""
+    def _block_sums(self, rng: np.random.Generator, lo: int, hi: int, b: int) -> np.ndarray:
+        """W* (hi − lo, b) of the cells of one block, calibration or Gaussian."""
         c = self.cells
         if self.mode == "gaussian":
-            g = rng.standard_normal((c.n.size, batch))
+            g = rng.standard_normal((hi - lo, b), dtype=np.float32)
             if c.kind == "calibration":
-                return c.expected[:, None] + np.sqrt(c.variance)[:, None] * g
-            pi = self._k / self._big_n
-            s = np.sqrt(pi * (1.0 - pi) * self._big_n / (self._big_n - 1.0))
-            root = np.sqrt(c.n)[:, None] * g
-            total = root.sum(axis=0, keepdims=True)
-            return c.n[:, None] * pi + s * (root - (c.n / self._big_n)[:, None] * total)
-        if c.kind == "calibration":
-            n = self._p_sorted.size
-            per = max(1, _ELEMENTS_PER_CHUNK // max(n, 1))
-            out = np.empty((c.n.size, batch))
-            done = 0
-            while done < batch:
-                m = min(per, batch - done)
-                hits = rng.random((m, n), dtype=np.float32) < self._p_sorted
-                out[:, done : done + m] = np.add.reduceat(
-                    hits, self._starts, axis=1, dtype=np.int32
-                ).T
-                done += m
-            return out
-        # permutation within the stratum: multivariate hypergeometric cell sums
-        sizes = self._n_int
-        keep = np.flatnonzero(sizes > 0)
-        out = np.zeros((c.n.size, batch))
-        draws = rng.multivariate_hypergeometric(sizes[keep], self._k, size=batch, method="count")
-        out[keep] = draws.T
-        return out
+                g *= np.sqrt(c.variance[lo:hi]).astype(np.float32)[:, None]
+                g += c.expected[lo:hi].astype(np.float32)[:, None]
+                return g
+            g *= np.sqrt(c.n[lo:hi]).astype(np.float32)[:, None]
+            return g  # centred part; see subgroup_sums
+        r0, r1 = int(self._row_starts[lo]), int(self._row_starts[hi])
+        hits = rng.random((r1 - r0, b), dtype=np.float32) < self._p_sorted[r0:r1, None]
+        if self._singletons:
+            return hits.astype(np.float32)
+        starts = self.space.cells.starts[lo:hi] - r0
+        return np.add.reduceat(hits, starts, axis=0, dtype=np.int32).astype(np.float32)
+
+    def _hypergeometric_block(
+        self, rng: np.random.Generator, lo: int, hi: int, counts: np.ndarray
+    ) -> np.ndarray:
+        """Exact permutation-null cell sums of one block (hi − lo, b) given its positives."""
+        s = self._n_int[lo:hi]
+        w = np.zeros((hi - lo, counts.size), dtype=np.float32)
+        live = np.flatnonzero(s > 0)
+        if counts.size and np.all(counts == counts[0]):  # one block: one vectorized call
+            draws = rng.multivariate_hypergeometric(
+                s[live], int(counts[0]), size=counts.size, method="count"
+            )
+            w[live] = draws.T
+            return w
+        for d, k in enumerate(counts):
+            w[live, d] = rng.multivariate_hypergeometric(s[live], int(k), method="count")
+        return w
 
     def subgroup_sums(self, rng: np.random.Generator, batch: int) -> np.ndarray:
-        """O* (S, batch) of ``batch`` independent null draws."""
-        w = self._cell_sums(rng, batch)
-        return np.asarray(self._mt @ w)
+        """O* (S, batch) of ``batch`` independent null draws (blocks outside, draws inside,
+        so that each block's membership is built once per batch)."""
+        space = self.space
+        out = np.zeros((space.n_subgroups, batch))
+        total = np.zeros(batch)
+        exact_perm = self.mode == "exact" and self.cells.kind != "calibration"
+        gauss_perm = self.mode == "gaussian" and self.cells.kind != "calibration"
+        if exact_perm:
+            sizes = np.array([self._n_int[lo:hi].sum() for lo, hi in self._blocks])
+            per_block = rng.multivariate_hypergeometric(sizes, self._k, size=batch)
+        for j, (lo, hi) in enumerate(self._blocks):
+            m_t = space.membership(lo, hi).T
+            rows = int(self._row_starts[hi] - self._row_starts[lo])
+            step = max(1, _MAX_ELEMENTS // max(rows, hi - lo, 1))
+            for d0 in range(0, batch, step):
+                d1 = min(batch, d0 + step)
+                if exact_perm:
+                    w = self._hypergeometric_block(rng, lo, hi, per_block[d0:d1, j])
+                else:
+                    w = self._block_sums(rng, lo, hi, d1 - d0)
+                out[:, d0:d1] += m_t @ w
+                if gauss_perm:
+                    total[d0:d1] += w.sum(axis=0)
+        if gauss_perm:
+            n_a = space.subgroup_sums(self.cells.n)
+            s = np.sqrt(self._pi * (1.0 - self._pi) * self._big_n / (self._big_n - 1.0))
+            out = n_a[:, None] * self._pi + s * (out - (n_a / self._big_n)[:, None] * total)
+        return out

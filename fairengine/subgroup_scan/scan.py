@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 from scipy.stats import norm
 
 from fairengine.maxt import TIE_RTOL
@@ -65,7 +64,7 @@ from fairengine.subgroup_scan.statistics import (
     z_statistics,
 )
 
-_SUB_BATCH = 256  # null draws per sparse product (bounds the (S, b) work arrays)
+_SUB_BATCH = 1024  # null draws per call of NullDraws (bounds the (S, b) work arrays)
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ class ObservedScan:
 def observed_scan(space: SearchSpace, cells: CellOutcomes, sides: str) -> ObservedScan:
     """Z and t of every subgroup from the cell sums (one sparse product)."""
     mom = moments(space, cells)
-    obs = np.asarray(space.membership.T @ cells.observed).ravel()
+    obs = mom.observed
     z = z_statistics(obs, mom)
     t = extremeness(z, sides)
     if not np.isfinite(t).any():
@@ -99,14 +98,13 @@ def observed_scan(space: SearchSpace, cells: CellOutcomes, sides: str) -> Observ
 def select_top(space: SearchSpace, scan: ObservedScan, top_k: int, jaccard: float) -> np.ndarray:
     """Ranks (positions in ``scan.ranking``) of the top ``top_k`` subgroups whose pairwise
     Jaccard similarity (over rows) is at most ``jaccard``, greedily by t."""
-    cols = sparse.csc_matrix(space.membership)
     n_cell = np.bincount(space.cells.cell_of_row, minlength=space.cells.n_cells).astype(float)
     chosen: list[int] = []
     chosen_cols: list[np.ndarray] = []
     for rank, s in enumerate(scan.ranking):
         if len(chosen) >= top_k or not np.isfinite(scan.t[s]):
             break
-        col = cols[:, int(s)].toarray().ravel()
+        col = space.cell_mask(int(s)).astype(np.float64)
         size = float(n_cell @ col)
         ok = True
         for other in chosen_cols:

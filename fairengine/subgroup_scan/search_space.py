@@ -79,11 +79,11 @@ def _bin_numeric(name: str, values: np.ndarray, levels: int) -> tuple[np.ndarray
 def code_features(frame: pd.DataFrame, features: list[str], levels: int = 5) -> CodedFeatures:
     """Code ``features`` of ``frame``: categories kept, numeric features with more than
     ``levels`` distinct values binned at their quantiles (at most ``levels`` bins)."""
-    if isinstance(levels, bool) or not isinstance(levels, int) or levels < 2:
-        raise SubgroupScanError(f"levels must be a whole number >= 2, got {levels!r}")
+    if isinstance(levels, bool) or not isinstance(levels, int) or not 2 <= levels <= 1000:
+        raise SubgroupScanError(f"levels must be a whole number in [2, 1000], got {levels!r}")
     if not features:
         raise SubgroupScanError("features must name at least one column")
-    codes = np.empty((len(frame), len(features)), dtype=np.int64)
+    codes = np.empty((len(frame), len(features)), dtype=np.int16)
     coded: list[CodedFeature] = []
     for j, name in enumerate(features):
         if name not in frame.columns:
@@ -110,18 +110,24 @@ def code_features(frame: pd.DataFrame, features: list[str], levels: int = 5) -> 
 
 @dataclass(frozen=True)
 class Cells:
-    """Rows grouped by their full code vector: ``cell_of_row`` (n,), ``codes`` (C, F) of each
-    cell, ``order`` a row permutation sorting the rows by cell and ``starts`` (C,) the first
-    position of each cell in that order (for ``np.add.reduceat``)."""
+    """Rows grouped by their full code vector: ``cell_of_row`` (n,), ``columns`` (F, C) the
+    codes of each cell by feature (int32, contiguous per feature), ``order`` a row permutation
+    sorting the rows by cell and ``starts`` (C,) the first position of each cell in that order
+    (for ``np.add.reduceat``)."""
 
     cell_of_row: np.ndarray
-    codes: np.ndarray
+    columns: np.ndarray
     order: np.ndarray
     starts: np.ndarray
 
     @property
     def n_cells(self) -> int:
-        return int(self.codes.shape[0])
+        return int(self.columns.shape[1])
+
+    @property
+    def codes(self) -> np.ndarray:
+        """(C, F) view of the cells' codes."""
+        return self.columns.T
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Per-cell sums of a per-row array (bincount)."""
@@ -129,21 +135,26 @@ class Cells:
 
 
 def group_cells(coded: CodedFeatures) -> Cells:
-    """Group the rows into cells (mixed-radix key of the codes, then ``np.unique``)."""
+    """Group the rows into cells: a mixed-radix key of the codes, one stable argsort."""
     codes = coded.codes
     radix = np.array([len(f.labels) for f in coded.features], dtype=np.int64)
-    if float(np.prod(radix.astype(np.float64))) < 2.0**62:
+    if float(np.prod(radix.astype(np.float64))) >= 2.0**62:
+        _, key = np.unique(codes, axis=0, return_inverse=True)
+        key = np.asarray(key, dtype=np.int64).ravel()
+    else:
         key = np.zeros(len(codes), dtype=np.int64)
         for j in range(codes.shape[1]):
             key = key * radix[j] + codes[:, j]
-        _, first, cell_of_row = np.unique(key, return_index=True, return_inverse=True)
-    else:
-        _, first, cell_of_row = np.unique(codes, axis=0, return_index=True, return_inverse=True)
-    cell_of_row = np.asarray(cell_of_row, dtype=np.int64).ravel()
-    order = np.argsort(cell_of_row, kind="stable")
-    counts = np.bincount(cell_of_row)
-    starts = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
-    return Cells(cell_of_row, codes[first], order, starts)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    flag = np.empty(ks.size, dtype=bool)
+    flag[:1] = True
+    np.not_equal(ks[1:], ks[:-1], out=flag[1:])
+    cell_of_row = np.empty(ks.size, dtype=np.int64)
+    cell_of_row[order] = np.cumsum(flag) - 1
+    first = order[flag]
+    columns = np.ascontiguousarray(codes[first].T, dtype=np.int32)
+    return Cells(cell_of_row, columns, order, np.flatnonzero(flag).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -157,17 +168,35 @@ class Subgroup:
 
 
 @dataclass(frozen=True)
+class Combination:
+    """One combination of features: ``features``, their numbers of levels ``shape`` and
+    ``subgroup_of`` (∏ shape,): the subgroup index of each flat value combination (−1 when it
+    has fewer than ``min_size`` rows)."""
+
+    features: tuple[int, ...]
+    shape: tuple[int, ...]
+    subgroup_of: np.ndarray
+
+
+#: Cells per block of the membership matrix built on the fly (bounds its memory).
+BLOCK_CELLS = 1 << 16
+
+
+@dataclass(frozen=True)
 class SearchSpace:
     """All subgroups of depth 1 … ``depth`` with at least ``min_size`` rows.
 
-    ``membership`` is the sparse (C, S) 0/1 matrix M with M[c, s] = 1 when cell c lies in
-    subgroup s; ``sizes`` the rows of each subgroup.
+    The (C, S) 0/1 membership matrix M (M[c, s] = 1 when cell c lies in subgroup s) is never
+    stored whole: :meth:`membership` builds it for a block of cells (each cell lies in at most
+    one subgroup per feature combination, so a block has at most ``len(combinations)`` entries
+    per cell) and :meth:`subgroup_sums` computes Mᵀ w block by block. ``sizes``: rows of each
+    subgroup.
     """
 
     coded: CodedFeatures
     cells: Cells
     subgroups: tuple[Subgroup, ...]
-    membership: sparse.csr_matrix
+    combinations: tuple[Combination, ...]
     sizes: np.ndarray
     depth: int
     min_size: int
@@ -176,13 +205,59 @@ class SearchSpace:
     def n_subgroups(self) -> int:
         return len(self.subgroups)
 
+    def blocks(self) -> list[tuple[int, int]]:
+        """Cell ranges [lo, hi) of at most :data:`BLOCK_CELLS` cells."""
+        c = self.cells.n_cells
+        return [(lo, min(c, lo + BLOCK_CELLS)) for lo in range(0, c, BLOCK_CELLS)]
+
+    def membership(self, lo: int = 0, hi: int | None = None) -> sparse.csr_matrix:
+        """Rows lo … hi − 1 of M as a sparse (hi − lo, S) matrix."""
+        hi = self.cells.n_cells if hi is None else hi
+        if lo == 0 and hi == self.cells.n_cells and "_whole" in self.__dict__:
+            whole: sparse.csr_matrix = self.__dict__["_whole"]
+            return whole
+        cols = self.cells.columns[:, lo:hi]
+        ids_t = np.empty((len(self.combinations), hi - lo), dtype=np.int32)
+        for j, comb in enumerate(self.combinations):
+            key = cols[comb.features[0]]
+            for f, size in zip(comb.features[1:], comb.shape[1:], strict=True):
+                key = key * size + cols[f]
+            np.take(comb.subgroup_of, key, out=ids_t[j])
+        ids = ids_t.T
+        keep = ids >= 0
+        if keep.all():
+            indices = ids.ravel()
+            indptr = np.arange(0, ids.size + 1, ids.shape[1], dtype=np.int64)
+        else:
+            indices = ids[keep]
+            indptr = np.r_[0, np.cumsum(keep.sum(axis=1))]
+        m = sparse.csr_matrix(
+            (np.ones(indices.size, dtype=np.float32), indices, indptr),
+            shape=(hi - lo, self.n_subgroups),
+        )
+        if lo == 0 and hi == self.cells.n_cells:
+            self.__dict__["_whole"] = m  # one block: kept (frozen fields untouched)
+        return m
+
+    def subgroup_sums(self, per_cell: np.ndarray) -> np.ndarray:
+        """Mᵀ w for per-cell values w of shape (C,) or (C, k): (S,) or (S, k)."""
+        w = np.asarray(per_cell, dtype=np.float64)
+        out = np.zeros((self.n_subgroups, *w.shape[1:]))
+        for lo, hi in self.blocks():
+            out += self.membership(lo, hi).T @ w[lo:hi]
+        return out
+
+    def cell_mask(self, s: int) -> np.ndarray:
+        """Boolean cell mask of subgroup ``s``."""
+        g = self.subgroups[s]
+        mask = np.ones(self.cells.n_cells, dtype=bool)
+        for f, v in zip(g.features, g.values, strict=True):
+            mask &= self.cells.columns[f] == v
+        return mask
+
     def rows_in(self, s: int) -> np.ndarray:
         """Boolean row mask of subgroup ``s``."""
-        g = self.subgroups[s]
-        mask = np.ones(self.coded.n_rows, dtype=bool)
-        for f, v in zip(g.features, g.values, strict=True):
-            mask &= self.coded.codes[:, f] == v
-        return mask
+        return self.cell_mask(s)[self.cells.cell_of_row]
 
 
 def build_search_space(
@@ -194,24 +269,26 @@ def build_search_space(
     if isinstance(min_size, bool) or not isinstance(min_size, int) or min_size < 1:
         raise SubgroupScanError(f"min_size must be a whole number >= 1, got {min_size!r}")
     cells = group_cells(coded) if cells is None else cells
-    n_cell = np.bincount(cells.cell_of_row, minlength=cells.n_cells).astype(np.float64)
+    n_cell = np.bincount(cells.cell_of_row, minlength=cells.n_cells)
+    singletons = cells.n_cells == cells.cell_of_row.size
     radix = [len(f.labels) for f in coded.features]
     subgroups: list[Subgroup] = []
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
+    combos: list[Combination] = []
     sizes: list[np.ndarray] = []
     n_features = len(coded.features)
     for k in range(1, min(depth, n_features) + 1):
         for combo in combinations(range(n_features), k):
-            key = np.zeros(cells.n_cells, dtype=np.int64)
-            shape = [radix[f] for f in combo]
-            for f in combo:
-                key = key * radix[f] + cells.codes[:, f]
-            size = np.bincount(key, weights=n_cell, minlength=int(np.prod(shape)))
+            shape = tuple(radix[f] for f in combo)
+            key = cells.columns[combo[0]]
+            for f in combo[1:]:
+                key = key * radix[f] + cells.columns[f]
+            size = np.bincount(
+                key, weights=None if singletons else n_cell, minlength=int(np.prod(shape))
+            )
             keep = np.flatnonzero(size >= min_size)
             if keep.size == 0:
                 continue
-            new_id = np.full(size.size, -1, dtype=np.int64)
+            new_id = np.full(size.size, -1, dtype=np.int32)
             new_id[keep] = len(subgroups) + np.arange(keep.size)
             for flat in keep:
                 values = tuple(int(v) for v in np.unravel_index(int(flat), shape))
@@ -220,23 +297,16 @@ def build_search_space(
                 )
                 subgroups.append(Subgroup(tuple(combo), values, rule))
             sizes.append(size[keep])
-            in_kept = new_id[key] >= 0
-            rows.append(np.flatnonzero(in_kept))
-            cols.append(new_id[key][in_kept])
+            combos.append(Combination(tuple(combo), shape, new_id))
     if not subgroups:
         raise SubgroupScanError(
             f"no subgroup of depth <= {depth} has min_size={min_size} rows; lower min_size"
         )
-    r = np.concatenate(rows)
-    c = np.concatenate(cols)
-    membership = sparse.csr_matrix(
-        (np.ones(r.size, dtype=np.float64), (r, c)), shape=(cells.n_cells, len(subgroups))
-    )
     return SearchSpace(
         coded=coded,
         cells=cells,
         subgroups=tuple(subgroups),
-        membership=membership,
+        combinations=tuple(combos),
         sizes=np.concatenate(sizes),
         depth=depth,
         min_size=min_size,

@@ -127,25 +127,26 @@ def cell_outcomes(
 @dataclass(frozen=True)
 class SubgroupMoments:
     """Per subgroup: rows in the stratum ``n``, null mean ``expected`` E_A and variance
-    ``variance`` V_A of O_A."""
+    ``variance`` V_A of O_A, and the observed sum ``observed`` O_A."""
 
     n: np.ndarray
     expected: np.ndarray
     variance: np.ndarray
+    observed: np.ndarray
 
 
 def moments(space: SearchSpace, cells: CellOutcomes) -> SubgroupMoments:
-    """E_A and V_A of every subgroup (module docstring)."""
-    mt = space.membership.T
-    n_a = np.asarray(mt @ cells.n).ravel()
+    """O_A, E_A and V_A of every subgroup (module docstring), in one pass over the cells."""
+    sums = space.subgroup_sums(
+        np.column_stack([cells.n, cells.observed, cells.expected, cells.variance])
+    )
+    n_a, obs = sums[:, 0], sums[:, 1]
     if cells.kind == "calibration":
-        return SubgroupMoments(
-            n_a, np.asarray(mt @ cells.expected).ravel(), np.asarray(mt @ cells.variance).ravel()
-        )
+        return SubgroupMoments(n_a, sums[:, 2], sums[:, 3], obs)
     big_n = float(cells.stratum_rows)
     pi = cells.stratum_positives / big_n
     var = n_a * pi * (1.0 - pi) * (big_n - n_a) / (big_n - 1.0)
-    return SubgroupMoments(n_a, n_a * pi, var)
+    return SubgroupMoments(n_a, n_a * pi, var, obs)
 
 
 def z_statistics(observed: np.ndarray, mom: SubgroupMoments) -> np.ndarray:
