@@ -2,10 +2,12 @@
 
 Public API: :func:`scan_subgroups` (conjunctions of single values up to a depth, calibrated
 maximum, top-k with step-down adjusted p-values and simultaneous intervals), :func:`mdss_scan`
-(MDSS value subsets, Zhang & Neill 2016), :func:`bernoulli_score` and the building blocks
+(MDSS value subsets, Zhang & Neill 2016), :func:`split_scan` (discover on one part of the rows,
+estimate on the other), :func:`bernoulli_score` and the building blocks
 :func:`code_features`, :func:`build_search_space`, :func:`cell_outcomes`, :class:`NullDraws`.
 """
 
+from fairengine.subgroup_scan.mdss import MdssSubset, mdss_scan
 from fairengine.subgroup_scan.null import MODES, NullDraws
 from fairengine.subgroup_scan.scan import (
     NullMaximum,
@@ -29,6 +31,7 @@ from fairengine.subgroup_scan.search_space import (
     code_features,
     group_cells,
 )
+from fairengine.subgroup_scan.split import HeldOutEstimate, SplitScanResult, split_scan
 from fairengine.subgroup_scan.statistics import (
     SIDES,
     STATISTICS,
@@ -51,12 +54,15 @@ __all__ = [
     "Cells",
     "CodedFeature",
     "CodedFeatures",
+    "HeldOutEstimate",
+    "MdssSubset",
     "NullDraws",
     "NullMaximum",
     "ObservedScan",
     "ScanResult",
     "ScannedSubgroup",
     "SearchSpace",
+    "SplitScanResult",
     "Subgroup",
     "SubgroupMoments",
     "SubgroupScanError",
@@ -66,11 +72,13 @@ __all__ = [
     "code_features",
     "extremeness",
     "group_cells",
+    "mdss_scan",
     "moments",
     "naive_pvalues",
     "observed_scan",
     "scan_space",
     "scan_subgroups",
     "select_top",
+    "split_scan",
     "z_statistics",
 ]
