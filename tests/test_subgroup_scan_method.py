@@ -89,3 +89,39 @@ def test_warns_when_scores_are_not_held_out_and_names_missing_inputs() -> None:
         run_subgroup_scan(ds, SubgroupScanConfig(enabled=True, features=["nope"]))
     with pytest.raises(DataContractError, match="needs hard predictions"):
         run_subgroup_scan(ds, SubgroupScanConfig(enabled=True, statistic="tpr"))
+
+
+def test_resampler_extends_the_step_down_pvalues_consistently() -> None:
+    """More null scans from the resampler estimate the same p-values as the method's own draws
+    (within Monte-Carlo error), are reproducible per (start, batch), and keep p̃_1 ≤ p̃_2."""
+    from fairengine.subgroup_scan.resampler import SubgroupScanResampler
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    p = rng.beta(2, 3, n)
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(["a", "b", "c"], n),
+            "region": rng.integers(0, 4, n),
+            "y": (rng.random(n) < p).astype(int),  # calibrated: a mid-range p-value
+            "s": p,
+        }
+    )
+    ds = AuditDataset.from_frame(frame, ColumnRoles("y", ("sex", "race"), score="s"))
+    cfg = SubgroupScanConfig(enabled=True, features=["region"], top_k=2, min_draws=999)
+    res = run_subgroup_scan(ds, cfg, seed=3)
+    sampler = SubgroupScanResampler(ds, cfg, seed=3)
+    assert sampler.can_extend("scan_calibration.1") and not sampler.can_extend("dp_gap.x")
+    b = 2000
+    for j, finding in enumerate(res.findings, start=1):
+        part = finding.resampling[0]
+        count = sampler.draw(f"scan_calibration.{j}", part.name, part.resamples, b)
+        assert count == sampler.draw(f"scan_calibration.{j}", part.name, part.resamples, b)
+        p_method = (part.exceedances + 1) / (part.resamples + 1)
+        p_more = count / b
+        se = np.sqrt(p_method * (1 - p_method) * (1 / part.resamples + 1 / b))
+        assert abs(p_method - p_more) <= 4 * se + 1e-3
+    first = sampler.draw("scan_calibration.1", "null scan", 5000, 500)
+    second = sampler.draw("scan_calibration.2", "null scan", 5000, 500)
+    assert first <= second

@@ -84,7 +84,9 @@ def scan_findings(result: ScanResult, null_hypothesis: str) -> list[Finding]:
     return out
 
 
-def _scan_frame(dataset: AuditDataset, config: SubgroupScanConfig) -> pd.DataFrame:
+def scan_frame(dataset: AuditDataset, config: SubgroupScanConfig) -> pd.DataFrame:
+    """The scanned columns: the protected attributes (as their group labels), then
+    ``config.features`` (a name that is not a column is an error naming it)."""
     columns: dict[str, Any] = {}
     for attr, enc in dataset.groups.items():
         columns[attr] = pd.Categorical.from_codes(
@@ -108,7 +110,7 @@ def run_subgroup_scan(
 ) -> MethodResult:
     """The subgroup scan of ``dataset`` (module docstring)."""
     start = time.perf_counter()
-    frame = _scan_frame(dataset, config)
+    frame = scan_frame(dataset, config)
     probability = decision = None
     if config.statistic == "calibration":
         if dataset.probability is None:

@@ -19,9 +19,17 @@ calibrate by parametric bootstrap of y ~ Bernoulli(p)); in exact mode it is exac
 Jaccard similarity |A∩B|/|A∪B| with an already chosen one exceeds ``jaccard``. Each gets the
 Westfall–Young step-down maxT adjusted p-value over *all* S subgroups (Westfall & Young 1993,
 Algorithm 2.8; :mod:`fairengine.maxt`): with t_(1) ≥ … ≥ t_(S) and u_{b,j} = max_{k ≥ j}
-t*_{b,(k)},  p̃_(j) = max_{l ≤ j} (1 + #{b : u_{b,l} ≥ t_(l)})/(B + 1), so p̃ of the best
-subgroup is the calibrated p-value of the maximum, and the family-wise error over all S
-subgroups is controlled (the k reported ones are a subset). The **simultaneous intervals** of
+t*_{b,(k)}, the reported subgroups at ranks r_1 < … < r_k get
+
+    p̃_j = (1 + #{b : u_{b,r_l} ≥ t_(r_l) for some l ≤ j}) / (B + 1).
+
+Westfall & Young's p̃_j = max_{l ≤ j} (1 + #{b : u_{b,r_l} ≥ t_(r_l)})/(B + 1) estimates
+max_l P(A_l); ours estimates P(∪_{l ≤ j} A_l) ≥ max_l P(A_l), so it is a (slightly)
+conservative step-down p-value, monotone in j by construction, and, being the frequency of a
+per-draw event, it is extended additively by more draws (the audit's sequential decisions,
+:class:`~fairengine.subgroup_scan.resampler.SubgroupScanResampler`). p̃_1 is the calibrated
+p-value of the maximum, and the family-wise error over all S subgroups is controlled (the k
+reported ones are a subset). The **simultaneous intervals** of
 the deviations δ_A = (𝔼 O_A − E_A)/n_A use c, the ``confidence_level`` quantile of the null
 max_A |Z*_A|:  δ̂_A ± c √V_A / n_A (Hothorn, Bretz & Westfall 2008, §3): the coverage is
 simultaneous over all S subgroups, hence valid for the selected ones whatever chose them, exact
@@ -194,6 +202,44 @@ def naive_pvalues(z: np.ndarray, sides: str) -> np.ndarray:
     return 2.0 * norm.sf(np.abs(z))
 
 
+@dataclass(frozen=True)
+class NullBatch:
+    """One batch of b null scans: the scanned maximum ``maxima`` (b,), max |Z*| ``abs_maxima``
+    (b,) and ``exceeds`` (b, k): draw b exceeds at some reported rank l ≤ j (module docstring)."""
+
+    maxima: np.ndarray
+    abs_maxima: np.ndarray
+    exceeds: np.ndarray
+
+
+def null_scan_batch(
+    draws: NullDraws,
+    scan: ObservedScan,
+    sides: str,
+    ranks: np.ndarray,
+    rng: np.random.Generator,
+    batch: int,
+) -> NullBatch:
+    """Re-run the scan ``batch`` times on null data (in sub-batches bounding the memory)."""
+    t_sel = scan.t[scan.ranking[ranks]]
+    gam = t_sel - TIE_RTOL * np.abs(t_sel)
+    maxima, abs_maxima, exceeds = [], [], []
+    done = 0
+    while done < batch:
+        b = min(_SUB_BATCH, batch - done)
+        z = z_statistics(draws.subgroup_sums(rng, b), scan.moments)
+        t = extremeness(z, sides)  # (S, b)
+        abs_maxima.append(np.where(np.isnan(z), -np.inf, np.abs(z)).max(axis=0))
+        ordered = t[scan.ranking].T  # (b, S) in the observed order
+        succ = np.maximum.accumulate(ordered[:, ::-1], axis=1)[:, ::-1]
+        maxima.append(succ[:, 0])
+        exceeds.append(np.logical_or.accumulate(succ[:, ranks] >= gam[None, :], axis=1))
+        done += b
+    return NullBatch(
+        np.concatenate(maxima), np.concatenate(abs_maxima), np.concatenate(exceeds, axis=0)
+    )
+
+
 class _NullRun:
     """Keeps what the report and the step-down need from every null draw."""
 
@@ -205,29 +251,12 @@ class _NullRun:
         self.sides = sides
         self.ranks = ranks
         self.rng = np.random.default_rng(seed)
-        self.maxima: list[np.ndarray] = []
-        self.abs_maxima: list[np.ndarray] = []
-        self.successive: list[np.ndarray] = []
-        t_obs = scan.maximum
-        self.threshold = t_obs - TIE_RTOL * abs(t_obs)
+        self.batches: list[NullBatch] = []
 
     def draw(self, batch: int) -> int:
-        hits = 0
-        done = 0
-        while done < batch:
-            b = min(_SUB_BATCH, batch - done)
-            z = z_statistics(self.draws.subgroup_sums(self.rng, b), self.scan.moments)
-            t = extremeness(z, self.sides)  # (S, b)
-            abs_z = np.where(np.isnan(z), -np.inf, np.abs(z))
-            ordered = t[self.scan.ranking].T  # (b, S) in the observed order
-            succ = np.maximum.accumulate(ordered[:, ::-1], axis=1)[:, ::-1]
-            self.successive.append(succ[:, self.ranks])
-            mx = succ[:, 0]
-            self.maxima.append(mx)
-            self.abs_maxima.append(abs_z.max(axis=0))
-            hits += int((mx >= self.threshold).sum())
-            done += b
-        return hits
+        got = null_scan_batch(self.draws, self.scan, self.sides, self.ranks, self.rng, batch)
+        self.batches.append(got)
+        return int(got.exceeds[:, 0].sum())
 
 
 def scan_subgroups(
@@ -303,19 +332,16 @@ def scan_space(
     seq_draws = int(seq.resamples[0])
     if seq_draws < min_draws:
         run.draw(min_draws - seq_draws)
-    maxima = np.concatenate(run.maxima)
-    abs_maxima = np.concatenate(run.abs_maxima)
-    successive = np.concatenate(run.successive, axis=0)  # (B, k)
+    maxima = np.concatenate([x.maxima for x in run.batches])
+    abs_maxima = np.concatenate([x.abs_maxima for x in run.batches])
+    exceeds = np.concatenate([x.exceeds for x in run.batches], axis=0)  # (B, k)
     b = maxima.size
-    exceed = int((maxima >= run.threshold).sum())
+    exceed = int(exceeds[:, 0].sum())
     pvalue = (exceed + 1.0) / (b + 1.0)
     # critical value: the ceil((B + 1)·level)-th smallest of the B null maxima and T itself
     pool = np.sort(np.r_[abs_maxima, np.inf])
     crit = float(pool[min(b, math.ceil((b + 1) * confidence_level) - 1)])
-    t_sel = scan.t[scan.ranking[ranks]]
-    gam = t_sel - TIE_RTOL * np.abs(t_sel)
-    step = (1.0 + (successive >= gam[None, :]).sum(axis=0)) / (b + 1.0)
-    step = np.maximum.accumulate(step)
+    step = (1.0 + exceeds.sum(axis=0)) / (b + 1.0)
     naive = naive_pvalues(scan.z, sides)
     top: list[ScannedSubgroup] = []
     for j, rank in enumerate(ranks):
