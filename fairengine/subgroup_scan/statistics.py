@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit, logit
 
 from fairengine.subgroup_scan.search_space import SearchSpace, SubgroupScanError
 
@@ -184,11 +185,36 @@ def _score_at(o: float, p: np.ndarray, q: float) -> float:
     return float(o * math.log(q) - np.log1p(p * (q - 1.0)).sum())
 
 
+def _log_q_hat(o: float, p: np.ndarray) -> float:
+    """Root x of g(x) = Σ σ(x + logit p_i) − O (0 < O < n): safeguarded Newton on x = log q
+    (g increases, g' = Σ σ(1 − σ)), bisection whenever a step leaves the bracket."""
+    with np.errstate(divide="ignore"):
+        lp = logit(p)
+    lo, hi = -50.0, 50.0
+    x = 0.0
+    for _ in range(200):
+        s = expit(x + lp)
+        g = float(s.sum()) - o
+        if abs(g) <= 1e-10 * max(1.0, o):
+            return x
+        if g < 0:
+            lo = x
+        else:
+            hi = x
+        d = float((s * (1.0 - s)).sum())
+        step = x - g / d if d > 0 else math.nan
+        x_new = step if lo < step < hi else 0.5 * (lo + hi)
+        if abs(x_new - x) < 1e-13:
+            return x_new
+        x = x_new
+    return x
+
+
 def bernoulli_score(observed: float, probability: np.ndarray, direction: str) -> BernoulliScore:
     """MDSS's Bernoulli score of rows with outcome sum ``observed`` and probabilities
     ``probability``: F(q) = O log q − Σ log(1 − p_i + q p_i) maximised over q ≥ 1
     (``positive``) or q ≤ 1 (``negative``). q̂ solves Σ q p_i/(1 − p_i + q p_i) = O, found by
-    bisection on log q (the left side increases in q, F is concave in log q)."""
+    safeguarded Newton on log q (the left side increases in q, F is concave in log q)."""
     if direction not in ("positive", "negative"):
         raise SubgroupScanError(f"direction must be 'positive' or 'negative', got {direction!r}")
     p = np.asarray(probability, dtype=np.float64)
@@ -200,14 +226,6 @@ def bernoulli_score(observed: float, probability: np.ndarray, direction: str) ->
     elif o >= p.size:
         q = math.inf
     else:
-        lo, hi = -50.0, 50.0
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            qq = math.exp(mid)
-            if float((qq * p / (1.0 - p + qq * p)).sum()) < o:
-                lo = mid
-            else:
-                hi = mid
-        q = math.exp(0.5 * (lo + hi))
+        q = math.exp(_log_q_hat(o, p))
     q = max(q, 1.0) if direction == "positive" else min(q, 1.0)
     return BernoulliScore(max(_score_at(o, p, q), 0.0), q)
