@@ -113,7 +113,7 @@ class Cells:
     """Rows grouped by their full code vector: ``cell_of_row`` (n,), ``columns`` (F, C) the
     codes of each cell by feature (int32, contiguous per feature), ``order`` a row permutation
     sorting the rows by cell and ``starts`` (C,) the first position of each cell in that order
-    (for ``np.add.reduceat``)."""
+    (per-cell sums of rows in that order)."""
 
     cell_of_row: np.ndarray
     columns: np.ndarray
