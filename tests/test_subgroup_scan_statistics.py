@@ -153,3 +153,51 @@ def test_bernoulli_score_is_the_maximum_likelihood_ratio_over_q() -> None:
     # no positives: q̂ = 0 and score −Σ log(1 − p)
     zero = bernoulli_score(0.0, p, "negative")
     assert zero.q_hat == 0.0 and zero.score == pytest.approx(-np.log1p(-p).sum())
+
+
+@pytest.mark.parametrize("mode", ["exact", "gaussian"])
+def test_permutation_null_covariance_is_hypergeometric(mode: str) -> None:
+    """Cov(O_A, O_B) = π(1 − π) N/(N − 1) (n_{A∩B} − n_A n_B / N) for ŷ permuted within the
+    stratum, by the exact (multivariate hypergeometric) and the Gaussian draws alike."""
+    frame, _, y, yhat = _data(n=2000)
+    space = build_search_space(code_features(frame, ["sex", "race", "region"]), 2, min_size=60)
+    cells = cell_outcomes(space, "fpr", y, decision=yhat)
+    mom = moments(space, cells)
+    stratum = (y == 0).astype(float)
+    masks = np.array([space.rows_in(s) for s in range(space.n_subgroups)], dtype=float) * stratum
+    big_n, k = stratum.sum(), yhat[y == 0].sum()
+    pi = k / big_n
+    cov = pi * (1 - pi) * big_n / (big_n - 1) * (masks @ masks.T - np.outer(mom.n, mom.n) / big_n)
+    assert np.allclose(np.diag(cov), mom.variance)
+    b = 6000
+    sums = NullDraws(space, cells, mode).subgroup_sums(np.random.default_rng(3), b)
+    emp = np.corrcoef(z_statistics(sums, mom))
+    formula = cov / np.sqrt(np.outer(mom.variance, mom.variance))
+    assert np.abs(emp - formula).max() < 5 / np.sqrt(b)
+
+
+@pytest.mark.parametrize("kind", ["calibration", "tpr"])
+def test_many_blocks_give_the_same_sums_and_null_moments(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With blocks of 20 cells (the 1M-row path: membership built per block, hypergeometric
+    draws in two stages), sums equal the one-block sums and the null draws keep their
+    mean 0 and variance 1 (MC error)."""
+    import fairengine.subgroup_scan.search_space as search_space
+
+    frame, p, y, yhat = _data(n=2000)
+    space = build_search_space(code_features(frame, ["sex", "race", "age", "region"]), 2, 40)
+    cells = cell_outcomes(space, kind, y, p, yhat)
+    one_block = moments(space, cells)
+    monkeypatch.setattr(search_space, "BLOCK_CELLS", 20)
+    assert len(space.blocks()) > 5
+    many = moments(space, cells)
+    assert np.allclose(many.observed, one_block.observed)
+    assert np.allclose(many.variance, one_block.variance)
+    b = 3000
+    z = z_statistics(
+        NullDraws(space, cells, "exact").subgroup_sums(np.random.default_rng(4), b), many
+    )
+    ok = many.variance > 0
+    assert np.all(np.abs(z[ok].mean(axis=1)) < 5 / np.sqrt(b))
+    assert np.all(np.abs(z[ok].var(axis=1) - 1) < 5 * np.sqrt(2 / b))
