@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from scipy.stats import hypergeom
 
+import fairengine.subgroup_scan.null as null_module
 from fairengine.subgroup_scan import (
     NullDraws,
     SubgroupScanError,
@@ -28,6 +29,7 @@ from fairengine.subgroup_scan import (
     cell_outcomes,
     code_features,
     moments,
+    null_covariance,
     observed_scan,
     z_statistics,
 )
@@ -121,7 +123,32 @@ def test_permutation_null_draws_have_the_hypergeometric_mean_and_variance() -> N
     assert np.all(draws.sum(axis=0) == draws.sum(axis=0)[0])
 
 
-def test_calibration_null_covariance_is_v_intersection_over_root_va_vb() -> None:
+@pytest.mark.parametrize("kind", ["calibration", "fpr"])
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_null_covariance_matrix_equals_the_row_level_formula(kind: str, depth: int) -> None:
+    """null_covariance (U-way marginal tables) = Σ_i v_i 1[i ∈ A] 1[i ∈ B] (calibration) and
+    s²(n_{A∩B} − n_A n_B/N) (permutation), computed from the rows."""
+    frame, p, y, yhat = _data(n=1500)
+    space = build_search_space(code_features(frame, ["sex", "race", "age", "region"]), depth, 20)
+    cells = cell_outcomes(space, kind, y, p, yhat)
+    masks = np.array([space.rows_in(s) for s in range(space.n_subgroups)], dtype=float)
+    if kind == "calibration":
+        brute = (masks * (p * (1 - p))) @ masks.T
+    else:
+        masks = masks * (y == 0)
+        big_n, k = (y == 0).sum(), yhat[y == 0].sum()
+        pi = k / big_n
+        n_a = masks.sum(axis=1)
+        brute = pi * (1 - pi) * big_n / (big_n - 1) * (masks @ masks.T - np.outer(n_a, n_a) / big_n)
+    assert np.allclose(null_covariance(space, cells), brute, atol=1e-9)
+
+
+@pytest.mark.parametrize("per_cell", [False, True])
+def test_calibration_null_covariance_is_v_intersection_over_root_va_vb(
+    per_cell: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if per_cell:  # the per-cell Gaussian draws (used above COVARIANCE_MAX_SUBGROUPS)
+        monkeypatch.setattr(null_module, "COVARIANCE_MAX_SUBGROUPS", 0)
     frame, p, y, _ = _data(n=2000)
     space = build_search_space(code_features(frame, ["sex", "race", "region"]), 2, min_size=60)
     cells = cell_outcomes(space, "calibration", y, p)
@@ -155,8 +182,10 @@ def test_bernoulli_score_is_the_maximum_likelihood_ratio_over_q() -> None:
     assert zero.q_hat == 0.0 and zero.score == pytest.approx(-np.log1p(-p).sum())
 
 
-@pytest.mark.parametrize("mode", ["exact", "gaussian"])
-def test_permutation_null_covariance_is_hypergeometric(mode: str) -> None:
+@pytest.mark.parametrize("mode", ["exact", "gaussian", "gaussian per cell"])
+def test_permutation_null_covariance_is_hypergeometric(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Cov(O_A, O_B) = π(1 − π) N/(N − 1) (n_{A∩B} − n_A n_B / N) for ŷ permuted within the
     stratum, by the exact (multivariate hypergeometric) and the Gaussian draws alike."""
     frame, _, y, yhat = _data(n=2000)
@@ -169,8 +198,10 @@ def test_permutation_null_covariance_is_hypergeometric(mode: str) -> None:
     pi = k / big_n
     cov = pi * (1 - pi) * big_n / (big_n - 1) * (masks @ masks.T - np.outer(mom.n, mom.n) / big_n)
     assert np.allclose(np.diag(cov), mom.variance)
+    if mode == "gaussian per cell":
+        monkeypatch.setattr(null_module, "COVARIANCE_MAX_SUBGROUPS", 0)
     b = 6000
-    sums = NullDraws(space, cells, mode).subgroup_sums(np.random.default_rng(3), b)
+    sums = NullDraws(space, cells, mode.split()[0]).subgroup_sums(np.random.default_rng(3), b)
     emp = np.corrcoef(z_statistics(sums, mom))
     formula = cov / np.sqrt(np.outer(mom.variance, mom.variance))
     assert np.abs(emp - formula).max() < 5 / np.sqrt(b)

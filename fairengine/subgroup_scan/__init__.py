@@ -8,7 +8,7 @@ estimate on the other), :func:`bernoulli_score` and the building blocks
 """
 
 from fairengine.subgroup_scan.mdss import MdssSubset, mdss_scan
-from fairengine.subgroup_scan.null import MODES, NullDraws
+from fairengine.subgroup_scan.null import MODES, NullDraws, null_covariance
 from fairengine.subgroup_scan.scan import (
     NullMaximum,
     ObservedScan,
@@ -75,6 +75,7 @@ __all__ = [
     "mdss_scan",
     "moments",
     "naive_pvalues",
+    "null_covariance",
     "observed_scan",
     "scan_space",
     "scan_subgroups",

@@ -25,7 +25,10 @@ exact null covariance of the subgroup statistics): with g_c iid N(0, 1) per cell
 * permutation: W*_c = n_c π + s (√n_c g_c − (n_c/N) Σ_c' √n_c' g_c'), s² = π(1 − π)N/(N − 1),
   so Cov(O*_A, O*_B) = s²(n_{A∩B} − n_A n_B/N), the hypergeometric covariance.
 
-Both draw the covariance without forming the S × S matrix, at O(C) per draw. Memory: the work
+With at most ``COVARIANCE_MAX_SUBGROUPS`` subgroups the S × S covariance itself is formed
+(:func:`null_covariance`, from U-way marginal tables) and factored once, so a draw costs S²
+whatever the rows; above that, the per-cell form draws it without forming the matrix, at O(C)
+per draw. Memory: the work
 arrays of a block are at most ``BLOCK_CELLS`` cells (and their rows) × the draws of a batch,
 capped at about 2²³ numbers by splitting the batch.
 """
@@ -36,10 +39,76 @@ import numpy as np
 from scipy import sparse
 
 from fairengine.subgroup_scan.search_space import SearchSpace, SubgroupScanError
-from fairengine.subgroup_scan.statistics import CellOutcomes
+from fairengine.subgroup_scan.statistics import CellOutcomes, moments
 
 MODES = ("exact", "gaussian")
 _MAX_ELEMENTS = 1 << 23  # numbers in one block's work array (32 MB as float32)
+
+
+def null_covariance(space: SearchSpace, cells: CellOutcomes) -> np.ndarray:
+    """The exact null covariance (S, S) of the subgroup sums O_A.
+
+    calibration: Cov(O_A, O_B) = V_{A∩B} = Σ_{c ⊂ A∩B} V_c; permutation nulls:
+    s²(n_{A∩B} − n_A n_B/N), s² = π(1 − π)N/(N − 1). A∩B of a conjunction over features P and
+    one over Q is a conjunction over U = P ∪ Q (empty when they disagree on a shared feature),
+    so every entry is a cell of the U-way marginal table of V_c (or n_c): one ``np.bincount``
+    over the cells per largest U (210 four-way tables for 10 features at depth 2), the smaller
+    tables as their marginals, then fancy indexing.
+    """
+    weights = cells.variance if cells.kind == "calibration" else cells.n
+    columns = space.cells.columns
+    radix = [len(f.labels) for f in space.coded.features]
+    n_sub = space.n_subgroups
+    cov = np.zeros((n_sub, n_sub))
+    groups = []
+    for comb in space.combinations:
+        flat = np.flatnonzero(comb.subgroup_of >= 0)
+        values = np.array(np.unravel_index(flat, comb.shape)).T  # (n_kept, |P|)
+        groups.append((comb.features, comb.subgroup_of[flat], values))
+    pairs = [(i, j) for i in range(len(groups)) for j in range(i, len(groups))]
+    unions = {(i, j): tuple(sorted(set(groups[i][0]) | set(groups[j][0]))) for i, j in pairs}
+    # the largest unions from the cells (one bincount each); the others as their marginals
+    tables: dict[tuple[int, ...], np.ndarray] = {}
+    for union in sorted(set(unions.values()), key=len, reverse=True):
+        parent = next((t for t in tables if set(union) <= set(t)), None)
+        if parent is not None:
+            drop = tuple(k for k, f in enumerate(parent) if f not in union)
+            tables[union] = tables[parent].sum(axis=drop)
+            continue
+        key = np.zeros(space.cells.n_cells, dtype=np.int64)
+        for f in union:
+            key = key * radix[f] + columns[f]
+        shape = tuple(radix[f] for f in union)
+        table = np.bincount(key, weights=weights, minlength=int(np.prod(shape)))
+        tables[union] = table.reshape(shape)
+    for i, j in pairs:
+        (fp, ids_p, vals_p), (fq, ids_q, vals_q) = groups[i], groups[j]
+        union = unions[(i, j)]
+        table = tables[union]
+        index = []
+        clash = np.zeros((len(ids_p), len(ids_q)), dtype=bool)
+        for f in union:
+            if f in fp:
+                a = vals_p[:, fp.index(f)][:, None]
+                if f in fq:
+                    clash |= a != vals_q[:, fq.index(f)][None, :]
+                index.append(np.broadcast_to(a, clash.shape))
+            else:
+                index.append(np.broadcast_to(vals_q[:, fq.index(f)][None, :], clash.shape))
+        block = np.where(clash, 0.0, table[tuple(index)])
+        cov[np.ix_(ids_p, ids_q)] = block
+        cov[np.ix_(ids_q, ids_p)] = block.T
+    if cells.kind != "calibration":
+        big_n = float(cells.n.sum())
+        pi = cells.stratum_positives / big_n
+        n_a = np.diag(cov).copy()
+        cov = pi * (1.0 - pi) * big_n / (big_n - 1.0) * (cov - np.outer(n_a, n_a) / big_n)
+    return cov
+
+
+#: Up to this many subgroups the Gaussian mode draws from the S × S covariance factor (cost S²
+#: per draw, independent of the rows); above, per cell (cost proportional to the cells).
+COVARIANCE_MAX_SUBGROUPS = 4000
 
 
 class NullDraws:
@@ -62,6 +131,23 @@ class NullDraws:
         self._k = cells.stratum_positives
         self._pi = self._k / self._big_n
         self._aggregators: dict[tuple[int, int], sparse.csr_matrix] = {}
+        self._factor: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _covariance_factor(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean E (S,), L (S, S)) with L Lᵀ the null covariance. The matrix is singular (a
+        depth-1 subgroup is the sum of its depth-2 parts), so L is the Cholesky factor of
+        Σ + εI, ε = 1e-10 · mean(diag Σ) (relative noise 1e-5 on Z at most), with an eigen-
+        factor (negative eigenvalues clipped) if that still fails."""
+        if self._factor is None:
+            cov = null_covariance(self.space, self.cells)
+            jitter = 1e-10 * float(np.mean(np.diag(cov)))
+            try:
+                factor = np.linalg.cholesky(cov + jitter * np.eye(cov.shape[0]))
+            except np.linalg.LinAlgError:
+                lam, vec = np.linalg.eigh(cov)
+                factor = vec * np.sqrt(np.clip(lam, 0.0, None))[None, :]
+            self._factor = (moments(self.space, self.cells).expected, factor)
+        return self._factor
 
     def _block_sums(self, rng: np.random.Generator, lo: int, hi: int, b: int) -> np.ndarray:
         """W* (hi − lo, b) of the cells of one block, calibration or Gaussian."""
@@ -119,6 +205,10 @@ class NullDraws:
         """O* (S, batch) of ``batch`` independent null draws (blocks outside, draws inside,
         so that each block's membership is built once per batch)."""
         space = self.space
+        if self.mode == "gaussian" and space.n_subgroups <= COVARIANCE_MAX_SUBGROUPS:
+            mean, factor = self._covariance_factor()
+            g = rng.standard_normal((space.n_subgroups, batch))
+            return mean[:, None] + factor @ g
         out = np.zeros((space.n_subgroups, batch))
         total = np.zeros(batch)
         exact_perm = self.mode == "exact" and self.cells.kind != "calibration"
