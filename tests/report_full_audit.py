@@ -26,6 +26,7 @@ Regenerate the JSON form with ``.venv/bin/python benchmarks/report_render.py --w
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -46,6 +47,7 @@ from fairengine.permutation import run_permutation_tests
 from fairengine.registry import built_in_for, method_spec
 from fairengine.results import AuditResult, MethodResult
 from fairengine.roles import ColumnRoles
+from fairengine.subgroup_scan.method import run_subgroup_scan
 from fairengine.verdict import finalize_audit
 
 BUILT_IN = built_in_for("binary")  # the methods of a binary audit
@@ -229,6 +231,9 @@ def build_full_audit(
             ds, m.individual_fairness, seed=seed, model=model
         ),
         "mitigation": lambda: _mitigation(ds, m, seed),
+        "subgroup_scan": lambda: run_subgroup_scan(
+            ds, dataclasses.replace(m.subgroup_scan, min_draws=199), seed=seed
+        ),
     }
     unknown = [name for name in BUILT_IN if name not in runners]
     if unknown:

@@ -64,7 +64,8 @@ def test_every_built_in_method_reads_format_1_details_as_its_type(format1: dict)
         for m in old.methods
         if m.status == "ok" and not isinstance(m.details, UnknownDetails)
     }
-    assert typed == set(built_in_for("binary")), typed  # format 1 audited binary models only
+    # format 1 audited binary models only, and predates subgroup_scan
+    assert typed == set(built_in_for("binary")) - {"subgroup_scan"}, typed
 
 
 def test_the_current_format_round_trips_exactly(format1: dict) -> None:
