@@ -7,7 +7,9 @@ F(S) = max_q [O_S log q − Σ_{i∈S} log(1 − p_i + q p_i)] (q > 1 for ``posi
 
 **Coordinate ascent with restarts** (Neill 2012, fast generalized subset scan; AIF360's
 ``MDSS.scan``): start from all features unrestricted (first restart) or random value subsets
-(the others), then repeatedly optimise one feature's value subset with the others fixed, until a
+(the others: each value kept with one random probability per restart, a feature's restriction
+dropped if it would leave fewer than 10 rows, as AIF360's ``get_random_subset``), then
+repeatedly optimise one feature's value subset with the others fixed, until a
 full pass improves nothing. The result is a local optimum; restarts make the global one likely.
 
 **One feature's optimal subset, exactly** (the linear-time subset scanning property, Speakman,
@@ -130,13 +132,16 @@ def mdss_scan(
     for r in range(restarts):
         if r == 0:
             masks = [np.ones(k, dtype=bool) for k in sizes]
-        else:
-            masks = []
-            for k in sizes:
-                m = rng.random(k) < 0.5
-                if not m.any():
-                    m[rng.integers(k)] = True
-                masks.append(m)
+        else:  # as AIF360: each value kept with a random probability, ≥ 10 rows left
+            prob = rng.random()
+            masks = [np.ones(k, dtype=bool) for k in sizes]
+            rows = np.ones(coded.n_rows, dtype=bool)
+            for f in rng.permutation(n_f):
+                m = rng.random(sizes[f]) < prob
+                if m.any() and not m.all():
+                    kept = rows & m[codes[:, f]]
+                    if kept.sum() >= 10:
+                        masks[f], rows = m, kept
         score, q_hat = -1.0, 1.0
         for _ in range(max_passes):
             improved = False
