@@ -33,6 +33,7 @@ from fairengine.multiclass.resampler import MulticlassResampler
 from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
 from fairengine.ranking.resampler import RankingResampler
 from fairengine.regression.resampler import RegressionResampler
+from fairengine.subgroup_scan.resampler import SubgroupScanResampler
 from fairengine.results import AuditResult, MethodResult, ValidationResult
 from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
@@ -322,6 +323,7 @@ def decision_resampler(
         RegressionResampler(dataset, cfg.methods.regression_metrics, seed=cfg.seed),
         MulticlassResampler(dataset, cfg.methods.multiclass_metrics, seed=cfg.seed),
         RankingResampler(dataset, cfg.methods.ranking_metrics, seed=cfg.seed),
+        SubgroupScanResampler(dataset, cfg.methods.subgroup_scan, seed=cfg.seed),
     )
     root = cache_root(cfg)
     if root is None:
@@ -337,6 +339,8 @@ def decision_resampler(
         settings["multiclass_metrics"] = cfg.methods.multiclass_metrics
     if dataset.task == "ranking":
         settings["ranking_metrics"] = cfg.methods.ranking_metrics
+    if cfg.methods.subgroup_scan.enabled:
+        settings["subgroup_scan"] = cfg.methods.subgroup_scan
     identity = draw_identity(dataset, model_info, settings, cfg.seed)
     return CachedDraws(resampler, root / DRAW_FOLDER, identity)
 
