@@ -135,6 +135,11 @@ def prepare_demo(
             # FlipTest on its own paper's data, at its defaults (500 rows per group); the
             # audit's decisions draw more null refits where a flipset's decision is open
             "fliptest": {"enabled": True},
+            # the worst subgroup of gender x work experience x hair length (binned), with a
+            # p-value calibrated for the search (the model's scores are held out: fitted on
+            # the other half of the rows); one decision (top_k 1): every further test in the
+            # family makes the FlipTest decisions need more refits than max_null_refits allows
+            "subgroup_scan": {"enabled": True, "features": features, "levels": 4, "top_k": 1},
             # RTDP post-processing to equalized odds within e^0.1 between genders, registered
             # as version 2 of the demo model (tagged with this audit) only if the held-out ε's
             # 95 % upper bound is within 0.1 (register_if: upper_bound). The false-positive

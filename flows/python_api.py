@@ -346,7 +346,18 @@ def audit_config(
     if section:
         raw["methods"] = section
     mlflow = settings.pop("mlflow", None)
-    raw["mlflow"] = {"enabled": False} if mlflow is None else {"enabled": True, **dict(mlflow)}
+    if mlflow is None or mlflow is False:
+        raw["mlflow"] = {"enabled": False}
+    elif mlflow is True:
+        raw["mlflow"] = {"enabled": True}
+    elif isinstance(mlflow, Mapping):
+        raw["mlflow"] = {"enabled": True, **dict(mlflow)}
+    else:
+        raise ConfigError(
+            "mlflow= must be a mapping of the YAML's mlflow settings (e.g. {'tracking_uri': "
+            "'sqlite:///mlflow.db'}), True (the default store) or False/None (off), "
+            f"got {mlflow!r}"
+        )
     raw.update(settings)
     AuditConfig.from_dict(raw)  # every config problem now, named as in the YAML
     return raw, frame, model_object
