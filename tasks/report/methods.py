@@ -31,7 +31,10 @@ from tasks.report.views import (
     individual_fairness,
     intersectional,
     mitigation,
+    multiclass_metrics,
     permutation_tests,
+    ranking_metrics,
+    regression_metrics,
 )
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,9 @@ BUILT_IN_VIEWS: tuple[ModuleType, ...] = (
     fliptest,
     individual_fairness,
     mitigation,
+    regression_metrics,
+    multiclass_metrics,
+    ranking_metrics,
 )
 """The view modules of the built-in methods (each: ``METHOD``, ``DETAILS``, ``view``,
 ``TEMPLATE``)."""

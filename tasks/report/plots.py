@@ -1038,3 +1038,290 @@ def marginal_overlay_svg(
         names = ", ".join(name for _, _, name in drawn) or "no data"
         alt = f"{title}. Normalised histograms over {max(len(e) - 1, 0)} shared bins: {names}."
     return figure_svg(fig, f"fairengine-marginal-{title}", alt, tips.texts)
+
+
+def _keep_rows(
+    labels: Sequence[Any], sizes: Sequence[Any] | None
+) -> tuple[list[int], str]:
+    """The rows drawn (at most :data:`MAX_PLOT_GROUPS`, the largest by ``sizes``, in their
+    order) and the title's suffix saying so."""
+    n = len(labels)
+    if sizes is None or n <= MAX_PLOT_GROUPS:
+        return list(range(n)), ""
+    ranked = sorted(range(n), key=lambda i: -as_float(sizes[i]))
+    return sorted(ranked[:MAX_PLOT_GROUPS]), f" (largest {MAX_PLOT_GROUPS} of {n} groups)"
+
+
+def _signed_text(value: float) -> str:
+    """``+∞``/``−∞`` (typographic minus) for an infinite value, ``undefined`` for NaN."""
+    if math.isnan(value):
+        return "undefined"
+    return "+∞" if value > 0 else "−∞"
+
+
+def signed_bars_svg(
+    title: str,
+    labels: Sequence[Any],
+    series: Sequence[dict[str, Any]],
+    *,
+    reference: float = 0.0,
+    sizes: Sequence[Any] | None = None,
+    salt: str = "bars",
+    alt: str | None = None,
+    rows: str = "groups",
+) -> str:
+    """A diverging bar chart: one row per label, on each row one bar per series from
+    ``reference`` (0 by default) to its value, with an optional interval drawn over the bar.
+
+    ``series`` items: ``{"name", "color", "values": [...], "low": [...], "high": [...]}``
+    (lists aligned with ``labels``; ``low``/``high`` optional; ``color`` defaults to
+    :data:`SERIES_COLORS` in order); several series on a row are offset vertically, with a key
+    under the title. An infinite value (a group absent from a top k has skew −∞) is a bar to
+    the plot's edge ending in an arrow, with ``−∞``/``+∞`` written on the other side of the
+    reference line; a NaN value is written ``undefined``. ``sizes`` (e.g. the groups' ``n``)
+    picks the :data:`MAX_PLOT_GROUPS` largest rows when there are more. Interval whiskers are
+    drawn in a neutral ink, so they stay visible over the bar. ``rows`` names the rows in the
+    alt text. Returns an inline ``<svg>``.
+    """
+    keep, suffix = _keep_rows(labels, sizes)
+    names = [labels[i] for i in keep]
+    n = len(names)
+    k = max(len(series), 1)
+    tips = Tooltips()
+    colors = [_series_color(s, j) for j, s in enumerate(series)]
+
+    def column(s: dict[str, Any], key: str) -> list[float]:
+        given = s.get(key)
+        if not given:
+            return [math.nan] * n
+        return [as_float(given[i]) for i in keep]
+
+    vals = [column(s, "values") for s in series]
+    lows = [column(s, "low") for s in series]
+    highs = [column(s, "high") for s in series]
+    finite = [v for block in (*vals, *lows, *highs) for v in block if math.isfinite(v)]
+    x0, x1 = value_span([*finite, reference], minimum=1e-6)
+    odd = [(j, i) for j in range(len(series)) for i in range(n) if not math.isfinite(vals[j][i])]
+    note_w = max((label_width(_signed_text(vals[j][i])) for j, i in odd), default=0.0) + 8
+    fitted, label_w, label_lines = row_labels(names)
+    plot_w = FIGURE_WIDTH - (label_w + 10) - 16
+    if odd:  # room for the notes beside the reference line, and a bar's arrow beyond the data
+        share = min(note_w / plot_w, 0.45)
+        span = x1 - x0
+        if any(vals[j][i] < 0 or math.isnan(vals[j][i]) for j, i in odd):
+            x1 = max(x1, reference + share * span / (1 - share))
+        if any(vals[j][i] > 0 for j, i in odd):
+            x0 = min(x0, reference - share * span / (1 - share))
+        if any(vals[j][i] == -math.inf for j, i in odd):
+            x0 -= 0.06 * (x1 - x0)
+        if any(vals[j][i] == math.inf for j, i in odd):
+            x1 += 0.06 * (x1 - x0)
+    pitch = row_pitch(label_lines, k)
+    key = [(str(s["name"]), c, "s") for s, c in zip(series, colors, strict=True)]
+    head = plan_heading(title + suffix, key if len(series) > 1 else ())
+    ticks, left, right = x_layout(x0, x1, label_w + 10)
+    bottom = bottom_margin()
+    fig, ax = new_figure(head.height + pitch * max(n, 1) + bottom)
+
+    step = SUB_ROW / pitch  # data units between two series on a row
+    thick = (SUB_ROW - 2 if k > 1 else 10.0) / pitch
+    for j in range(len(series)):
+        offset = (j - (k - 1) / 2) * step
+        ys = [(n - 1 - i) - offset for i in range(n)]
+        ends = [min(max(v, x0), x1) if not math.isnan(v) else reference for v in vals[j]]
+        drawn = [i for i in range(n) if not math.isnan(vals[j][i])]
+        if drawn:
+            ax.barh(
+                [ys[i] for i in drawn],
+                [ends[i] - reference for i in drawn],
+                height=thick,
+                left=reference,
+                color=colors[j],
+                linewidth=0,
+            )
+        spans = [
+            i
+            for i in range(n)
+            if math.isfinite(lows[j][i]) and math.isfinite(highs[j][i]) and i in drawn
+        ]
+        if spans:
+            ax.hlines(
+                [ys[i] for i in spans],
+                [lows[j][i] for i in spans],
+                [highs[j][i] for i in spans],
+                color=LABEL_INK,
+                linewidth=1.2,
+            )
+            ax.plot(
+                [v for i in spans for v in (lows[j][i], highs[j][i])],
+                [ys[i] for i in spans for _ in (0, 1)],
+                linestyle="none",
+                marker="|",
+                markersize=min(thick * pitch, 8.0),
+                markeredgewidth=1.2,
+                color=LABEL_INK,
+            )
+        for i in range(n):
+            v = vals[j][i]
+            if math.isfinite(v):
+                continue
+            if not math.isnan(v):
+                ax.plot(
+                    [ends[i]],
+                    [ys[i]],
+                    marker="<" if v < 0 else ">",
+                    markersize=6,
+                    color=colors[j],
+                    linestyle="none",
+                    clip_on=False,
+                )
+            right_side = math.isnan(v) or v < 0
+            ax.text(
+                reference,
+                ys[i],
+                _signed_text(v),
+                transform=offset_by(fig, ax.transData, dx=4 if right_side else -4),
+                ha="left" if right_side else "right",
+                va="center",
+                fontsize=FONT,
+                fontstyle="italic" if math.isnan(v) else "normal",
+                color=MUTED if math.isnan(v) else LABEL_INK,
+                parse_math=False,
+            )
+    ax.axvline(reference, color=MUTED, linewidth=1)
+    ax.set_ylim(-0.5, max(n, 1) - 0.5)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)
+    draw_row_labels(fig, ax, list(range(n))[::-1], fitted, names, tips)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        alt = f"{title}{suffix}. Bar chart from {alt_number(reference)}, {n} {rows}"
+        if len(series) > 1:
+            alt += ", " + " and ".join(str(s["name"]) for s in series) + " on each"
+        if any(math.isfinite(lo) for block in lows for lo in block):
+            alt += ", with intervals"
+        for j, s in enumerate(series):
+            shown = [i for i in range(n) if not math.isnan(vals[j][i])]
+            if shown:
+                lo_i = min(shown, key=lambda i: vals[j][i])
+                hi_i = max(shown, key=lambda i: vals[j][i])
+                what = f" ({s['name']})" if len(series) > 1 else ""
+                alt += f"; lowest{what} {names[lo_i]} {_alt_signed(vals[j][lo_i])}"
+                alt += f", highest {names[hi_i]} {_alt_signed(vals[j][hi_i])}"
+        alt += "."
+    return figure_svg(fig, f"fairengine-{salt}-{title}", alt, tips.texts)
+
+
+def _alt_signed(value: float) -> str:
+    return alt_number(value) if math.isfinite(value) else _signed_text(value)
+
+
+PART_COLORS: tuple[str, ...] = (
+    OKABE_ITO["blue"],
+    OKABE_ITO["sky_blue"],
+    OKABE_ITO["reddish_purple"],
+    OKABE_ITO["yellow"],
+    OKABE_ITO["black"],
+)
+"""The parts of a stacked bar in order (:func:`stacked_shares_svg`): the palette less the
+decisions' colours, neighbours differing in lightness or hue."""
+
+
+def stacked_shares_svg(
+    title: str,
+    labels: Sequence[Any],
+    parts: Sequence[Any],
+    shares: Sequence[Sequence[Any]],
+    *,
+    sizes: Sequence[Any] | None = None,
+    salt: str = "shares",
+    alt: str | None = None,
+    rows: str = "groups",
+) -> str:
+    """One horizontal bar per row split into its parts' shares (e.g. a group's
+    predicted-class distribution), in the order of ``parts``, on a 0–1 axis, with a key under
+    the title naming the parts.
+
+    ``shares[i][c]``: row i's share of part c (rows with no finite share are written
+    ``undefined``). Each part has its own colour (:data:`PART_COLORS`) while there are at most
+    as many parts as colours; with more, the parts with the largest total share keep theirs
+    and the rest are drawn as one segment "other (m)" in the last colour, named in the key and
+    the alt text (the report's tables list every part). ``sizes`` picks the
+    :data:`MAX_PLOT_GROUPS` largest rows when there are more. Returns an inline ``<svg>``.
+    """
+    keep, suffix = _keep_rows(labels, sizes)
+    names = [labels[i] for i in keep]
+    n = len(names)
+    tips = Tooltips()
+    table = [[as_float(v) for v in shares[i]] for i in keep]
+    m = len(parts)
+    if m <= len(PART_COLORS):
+        groups_of_parts = [[c] for c in range(m)]
+        part_names = [str(p) for p in parts]
+    else:
+        total = [sum(row[c] for row in table if math.isfinite(row[c])) for c in range(m)]
+        top = sorted(sorted(range(m), key=lambda c: -total[c])[: len(PART_COLORS) - 1])
+        rest = [c for c in range(m) if c not in top]
+        groups_of_parts = [[c] for c in top] + [rest]
+        part_names = [str(parts[c]) for c in top]
+        part_names.append(f"other ({len(rest)}: " + ", ".join(str(parts[c]) for c in rest) + ")")
+    colors = list(PART_COLORS[: len(groups_of_parts)])
+    fitted, label_w, label_lines = row_labels(names)
+    pitch = row_pitch(label_lines)
+    head = plan_heading(
+        title + suffix, [(p, c, "s") for p, c in zip(part_names, colors, strict=True)]
+    )
+    x0, x1 = 0.0, 1.0
+    ticks, left, right = x_layout(x0, x1, label_w + 10)
+    bottom = bottom_margin()
+    fig, ax = new_figure(head.height + pitch * max(n, 1) + bottom)
+
+    ys = [n - 1 - i for i in range(n)]
+    start = [0.0] * n
+    for part, color in zip(groups_of_parts, colors, strict=True):
+        width = [sum(table[i][c] for c in part if math.isfinite(table[i][c])) for i in range(n)]
+        drawn = [i for i in range(n) if width[i] > 0]
+        if drawn:
+            ax.barh(
+                [ys[i] for i in drawn],
+                [width[i] for i in drawn],
+                height=10.0 / pitch,
+                left=[start[i] for i in drawn],
+                color=color,
+                linewidth=0,
+            )
+        start = [s + w for s, w in zip(start, width, strict=True)]
+    for i in range(n):
+        if not any(math.isfinite(v) for v in table[i]):
+            ax.text(
+                0.02,
+                ys[i],
+                "undefined",
+                va="center",
+                ha="left",
+                fontsize=FONT,
+                fontstyle="italic",
+                color=MUTED,
+                parse_math=False,
+            )
+    ax.set_ylim(-0.5, max(n, 1) - 0.5)
+    draw_axis(fig, ax, "x", x0, x1, ticks, grid=False)
+    draw_row_labels(fig, ax, ys, fitted, names, tips)
+    draw_heading(fig, head, tips)
+    place_axes(fig, ax, left=left, bottom=bottom, top=head.height, right=right)
+
+    if alt is None:
+        alt = f"{title}{suffix}. Stacked bars, {n} {rows}, each split into "
+        alt += ", ".join(part_names) + " in that order"
+        for j, name in enumerate(part_names):
+            part = groups_of_parts[j]
+            row_share = [sum(table[i][c] for c in part) for i in range(n)]
+            shown = [i for i in range(n) if math.isfinite(row_share[i])]
+            if shown and n > 1:
+                lo_i = min(shown, key=lambda i: row_share[i])
+                hi_i = max(shown, key=lambda i: row_share[i])
+                alt += f"; {name}: lowest {names[lo_i]} {alt_number(row_share[lo_i])}"
+                alt += f", highest {names[hi_i]} {alt_number(row_share[hi_i])}"
+        alt += "."
+    return figure_svg(fig, f"fairengine-{salt}-{title}", alt, tips.texts)
