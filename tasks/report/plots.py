@@ -1040,9 +1040,7 @@ def marginal_overlay_svg(
     return figure_svg(fig, f"fairengine-marginal-{title}", alt, tips.texts)
 
 
-def _keep_rows(
-    labels: Sequence[Any], sizes: Sequence[Any] | None
-) -> tuple[list[int], str]:
+def _keep_rows(labels: Sequence[Any], sizes: Sequence[Any] | None) -> tuple[list[int], str]:
     """The rows drawn (at most :data:`MAX_PLOT_GROUPS`, the largest by ``sizes``, in their
     order) and the title's suffix saying so."""
     n = len(labels)
@@ -1102,7 +1100,7 @@ def signed_bars_svg(
     finite = [v for block in (*vals, *lows, *highs) for v in block if math.isfinite(v)]
     x0, x1 = value_span([*finite, reference], minimum=1e-6)
     odd = [(j, i) for j in range(len(series)) for i in range(n) if not math.isfinite(vals[j][i])]
-    note_w = max((label_width(_signed_text(vals[j][i])) for j, i in odd), default=0.0) + 8
+    note_w = label_width("−∞, +∞, undefined" if len(series) > 1 else "undefined") + 8
     fitted, label_w, label_lines = row_labels(names)
     plot_w = FIGURE_WIDTH - (label_w + 10) - 16
     if odd:  # room for the notes beside the reference line, and a bar's arrow beyond the data
@@ -1163,9 +1161,7 @@ def signed_bars_svg(
             )
         for i in range(n):
             v = vals[j][i]
-            if math.isfinite(v):
-                continue
-            if not math.isnan(v):
+            if math.isinf(v):
                 ax.plot(
                     [ends[i]],
                     [ys[i]],
@@ -1175,19 +1171,25 @@ def signed_bars_svg(
                     linestyle="none",
                     clip_on=False,
                 )
-            right_side = math.isnan(v) or v < 0
-            ax.text(
-                reference,
-                ys[i],
-                _signed_text(v),
-                transform=offset_by(fig, ax.transData, dx=4 if right_side else -4),
-                ha="left" if right_side else "right",
-                va="center",
-                fontsize=FONT,
-                fontstyle="italic" if math.isnan(v) else "normal",
-                color=MUTED if math.isnan(v) else LABEL_INK,
-                parse_math=False,
-            )
+    for i in range(n):  # one note per row: its series' non-finite values in words
+        row = [vals[j][i] for j in range(len(series)) if not math.isfinite(vals[j][i])]
+        if not row:
+            continue
+        words = list(dict.fromkeys(_signed_text(v) for v in row))
+        right_side = not all(v > 0 for v in row)
+        undefined = all(math.isnan(v) for v in row)
+        ax.text(
+            reference,
+            n - 1 - i,
+            ", ".join(words),
+            transform=offset_by(fig, ax.transData, dx=4 if right_side else -4),
+            ha="left" if right_side else "right",
+            va="center",
+            fontsize=FONT,
+            fontstyle="italic" if undefined else "normal",
+            color=MUTED if undefined else LABEL_INK,
+            parse_math=False,
+        )
     ax.axvline(reference, color=MUTED, linewidth=1)
     ax.set_ylim(-0.5, max(n, 1) - 0.5)
     draw_axis(fig, ax, "x", x0, x1, ticks, grid=True)

@@ -52,7 +52,10 @@ INTERVALS: dict[str, str] = {
 
 def cell(r: RateEstimate) -> dict[str, str]:
     """A rate and its interval, formatted."""
-    return {"estimate": fmt_rate(r.value), "interval": fmt_interval(r.interval.low, r.interval.high, fmt_rate)}
+    return {
+        "estimate": fmt_rate(r.value),
+        "interval": fmt_interval(r.interval.low, r.interval.high, fmt_rate),
+    }
 
 
 def view(result: MethodResult) -> dict[str, Any]:

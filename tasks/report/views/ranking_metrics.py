@@ -128,9 +128,7 @@ def precision_view(precision: tuple[PrecisionAtK, ...]) -> dict[str, Any]:
             out.append(
                 {
                     "precision": fmt_rate(g.precision),
-                    "precision_count": (
-                        f"{fmt_count(g.n_relevant_top)} of {fmt_count(g.n_top)}"
-                    ),
+                    "precision_count": f"{fmt_count(g.n_relevant_top)} of {fmt_count(g.n_top)}",
                     "recall": fmt_rate(g.recall),
                     "recall_count": f"{fmt_count(g.n_relevant_top)} of {fmt_count(g.n_relevant)}",
                 }

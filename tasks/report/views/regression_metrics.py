@@ -43,7 +43,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 """The group table's quantities (:data:`fairengine.regression.SUMMARY_QUANTITIES` names) and
 headers, in order."""
 
-LOSS_NAMES: dict[str, str] = {"squared": "squared error (y − ŷ)²", "absolute": "absolute error |y − ŷ|"}
+LOSS_NAMES: dict[str, str] = {
+    "squared": "squared error (y − ŷ)²",
+    "absolute": "absolute error |y − ŷ|",
+}
 
 
 def cell(e: Estimate) -> dict[str, str]:
