@@ -13,7 +13,10 @@ with ``FAIRENGINE_STRICT_REPORT=1``, so a view that raises fails the test. Check
   (the checks of ``tests/test_report_plots_readable.py``);
 * the edge cases: a group absent from a top k (skew −∞), a weighted regression, K = 7 classes
   (the plot keeps 4 colours and draws the other classes as one), one list and no relevance;
-* a result read back from its JSON draws the same report.
+* a result read back from its JSON draws the same report;
+* in Chromium at 1,400 × 900 with every ``<details>`` open: nothing clipped, numbers never
+  wrapped, the views' tables fit without scrolling (K = 7 classes included), every figure at
+  least its 300 px minimum; screenshots under ``test-artifacts/report-task-view-*.png``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from test_report_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium_path
 from test_report_plots_readable import box, colors, texts, viewbox
+from test_report_real_audits_browser import CLIPPING, OPEN_ALL, VIEWPORT
 
 import fairengine.registry  # noqa: F401  (registers the methods' details types)
 from fairengine.dataset import AuditDataset
@@ -553,3 +558,61 @@ def test_stacked_shares_merge_the_smallest_parts_beyond_five() -> None:
     assert "other (4: class 2, class 3, class 4, class 5)" in drawn
     assert "undefined" in drawn
     assert colors(svg) & PALETTE == set(PART_COLORS)
+
+
+# ----------------------------------------------------------------------------- Chromium
+
+FIGURES = """() => [...document.querySelectorAll('figure.plot')]
+    .map(f => f.getBoundingClientRect().width)"""
+
+
+BROWSER_VIEWS = ("regression", "multiclass", "multiclass7", "ranking")
+
+
+@pytest.fixture(scope="module")
+def in_chromium(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    """Each view's report opened in one Chromium at 1,400 × 900, every ``<details>`` open:
+    the clipping check, the figures' widths and a screenshot of the method's section."""
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium_path()
+    folder = tmp_path_factory.mktemp("task-views")
+    ARTIFACTS.mkdir(exist_ok=True)
+    out: dict[str, dict[str, Any]] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            for which in BROWSER_VIEWS:
+                if which == "multiclass7":
+                    res = _multiclass(k=7)
+                else:
+                    res = request.getfixturevalue(which)[0]
+                path = folder / f"{which}.html"
+                path.write_text(_render(res), encoding="utf-8")
+                page.goto(path.as_uri(), wait_until="load")
+                page.evaluate(OPEN_ALL)
+                out[which] = {
+                    "clipping": page.evaluate(CLIPPING),
+                    "widths": page.evaluate(FIGURES),
+                }
+                page.locator("section.method").screenshot(
+                    path=str(ARTIFACTS / f"report-task-view-{which}.png")
+                )
+        finally:
+            browser.close()
+    return out
+
+
+@pytest.mark.parametrize("which", BROWSER_VIEWS)
+def test_nothing_is_clipped_at_1400px(which: str, in_chromium: dict[str, dict[str, Any]]) -> None:
+    clipping = in_chromium[which]["clipping"]
+    widths = in_chromium[which]["widths"]
+    assert clipping["problems"] == []
+    assert clipping["nowrap"] == 0  # numbers and intervals never wrap
+    assert clipping["pageWidth"] <= clipping["viewportW"]
+    scrolling = [b["table"] for b in clipping["scrollBoxes"] if "compact" in b["table"]]
+    assert scrolling == [], f"the view's tables do not fit at 1,400 px: {scrolling}"
+    assert widths and min(widths) >= 300 - 0.5, widths

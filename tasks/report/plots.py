@@ -1100,7 +1100,8 @@ def signed_bars_svg(
     finite = [v for block in (*vals, *lows, *highs) for v in block if math.isfinite(v)]
     x0, x1 = value_span([*finite, reference], minimum=1e-6)
     odd = [(j, i) for j in range(len(series)) for i in range(n) if not math.isfinite(vals[j][i])]
-    note_w = label_width("−∞, +∞, undefined" if len(series) > 1 else "undefined") + 8
+    notes = _row_notes(vals, n)
+    note_w = max((label_width(text) for text, _, _ in notes.values()), default=0.0) + 8
     fitted, label_w, label_lines = row_labels(names)
     plot_w = FIGURE_WIDTH - (label_w + 10) - 16
     if odd:  # room for the notes beside the reference line, and a bar's arrow beyond the data
@@ -1111,9 +1112,9 @@ def signed_bars_svg(
         if any(vals[j][i] > 0 for j, i in odd):
             x0 = min(x0, reference - share * span / (1 - share))
         if any(vals[j][i] == -math.inf for j, i in odd):
-            x0 -= 0.06 * (x1 - x0)
+            x0 -= 0.1 * (x1 - x0)
         if any(vals[j][i] == math.inf for j, i in odd):
-            x1 += 0.06 * (x1 - x0)
+            x1 += 0.1 * (x1 - x0)
     pitch = row_pitch(label_lines, k)
     key = [(str(s["name"]), c, "s") for s, c in zip(series, colors, strict=True)]
     head = plan_heading(title + suffix, key if len(series) > 1 else ())
@@ -1126,7 +1127,10 @@ def signed_bars_svg(
     for j in range(len(series)):
         offset = (j - (k - 1) / 2) * step
         ys = [(n - 1 - i) - offset for i in range(n)]
-        ends = [min(max(v, x0), x1) if not math.isnan(v) else reference for v in vals[j]]
+        inset = 0.03 * (x1 - x0)  # an arrow at the edge stays clear of the row labels
+        ends = [
+            min(max(v, x0 + inset), x1 - inset) if not math.isnan(v) else reference for v in vals[j]
+        ]
         drawn = [i for i in range(n) if not math.isnan(vals[j][i])]
         if drawn:
             ax.barh(
@@ -1171,17 +1175,11 @@ def signed_bars_svg(
                     linestyle="none",
                     clip_on=False,
                 )
-    for i in range(n):  # one note per row: its series' non-finite values in words
-        row = [vals[j][i] for j in range(len(series)) if not math.isfinite(vals[j][i])]
-        if not row:
-            continue
-        words = list(dict.fromkeys(_signed_text(v) for v in row))
-        right_side = not all(v > 0 for v in row)
-        undefined = all(math.isnan(v) for v in row)
+    for i, (text, right_side, undefined) in notes.items():
         ax.text(
             reference,
             n - 1 - i,
-            ", ".join(words),
+            text,
             transform=offset_by(fig, ax.transData, dx=4 if right_side else -4),
             ha="left" if right_side else "right",
             va="center",
@@ -1213,6 +1211,18 @@ def signed_bars_svg(
                 alt += f", highest {names[hi_i]} {_alt_signed(vals[j][hi_i])}"
         alt += "."
     return figure_svg(fig, f"fairengine-{salt}-{title}", alt, tips.texts)
+
+
+def _row_notes(vals: Sequence[Sequence[float]], n: int) -> dict[int, tuple[str, bool, bool]]:
+    """Row -> (its series' non-finite values in words, whether the note goes right of the
+    reference line, whether all of them are undefined), for the rows that have one."""
+    notes: dict[int, tuple[str, bool, bool]] = {}
+    for i in range(n):
+        row = [v[i] for v in vals if not math.isfinite(v[i])]
+        if row:
+            words = ", ".join(dict.fromkeys(_signed_text(v) for v in row))
+            notes[i] = (words, not all(v > 0 for v in row), all(math.isnan(v) for v in row))
+    return notes
 
 
 def _alt_signed(value: float) -> str:

@@ -30,8 +30,8 @@ DETAILS = MulticlassDetails
 TEMPLATE = "methods/multiclass_metrics.html.j2"
 
 RATES: tuple[tuple[str, str, str], ...] = (
-    ("selection", "Selection rate", "P(ŷ = c | group): the group's predicted-class distribution"),
-    ("tpr", "True-positive rate (TPR)", "P(ŷ = c | y = c, group): recall of class c"),
+    ("selection", "Selection rate", "P(ŷ = c | group)"),
+    ("tpr", "True-positive rate (TPR)", "P(ŷ = c | y = c, group)"),
     ("fpr", "False-positive rate (FPR)", "P(ŷ = c | y ≠ c, group)"),
 )
 """The rate tables in order: the :class:`~fairengine.multiclass.rates.GroupClassRates` field,
