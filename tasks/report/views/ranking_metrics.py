@@ -63,10 +63,10 @@ def attribute_view(a: RankingAttribute, several_lists: bool, index: int) -> dict
     s = a.statistics
     total = s.n_items
     rows = []
-    for gi, g in enumerate(s.exposure.groups):
+    for g in s.exposure.groups:
         cuts = []
         for t in s.topk:
-            share = t.groups[gi]
+            share = t.group(g.group)
             cuts.append(
                 {
                     "share": fmt_rate(share.share_top),
@@ -121,10 +121,10 @@ def precision_view(precision: tuple[PrecisionAtK, ...]) -> dict[str, Any]:
     """precision@k and recall@k of every group (and of all items) at each cutoff."""
     first = precision[0]
 
-    def cells(gi: int | None) -> list[dict[str, str]]:
+    def cells(group: str | None) -> list[dict[str, str]]:
         out = []
         for p in precision:
-            g = p.overall if gi is None else p.groups[gi]
+            g = p.overall if group is None else p.group(group)
             out.append(
                 {
                     "precision": fmt_rate(g.precision),
@@ -135,7 +135,7 @@ def precision_view(precision: tuple[PrecisionAtK, ...]) -> dict[str, Any]:
             )
         return out
 
-    rows = [{"group": g.group, "cells": cells(gi)} for gi, g in enumerate(first.groups)]
+    rows = [{"group": g.group, "cells": cells(g.group)} for g in first.groups]
     return {
         "cutoffs": [p.cutoff.label for p in precision],
         "rows": rows,
