@@ -1229,6 +1229,10 @@ def _alt_signed(value: float) -> str:
     return alt_number(value) if math.isfinite(value) else _signed_text(value)
 
 
+_UNDEFINED_STYLE: dict[str, Any] = {"fontstyle": "italic", "color": MUTED, "parse_math": False}
+"""How a figure writes "undefined" where a value cannot be drawn."""
+
+
 PART_COLORS: tuple[str, ...] = (
     OKABE_ITO["blue"],
     OKABE_ITO["sky_blue"],
@@ -1304,19 +1308,9 @@ def stacked_shares_svg(
                 linewidth=0,
             )
         start = [s + w for s, w in zip(start, width, strict=True)]
-    for i in range(n):
-        if not any(math.isfinite(v) for v in table[i]):
-            ax.text(
-                0.02,
-                ys[i],
-                "undefined",
-                va="center",
-                ha="left",
-                fontsize=FONT,
-                fontstyle="italic",
-                color=MUTED,
-                parse_math=False,
-            )
+    undefined = [ys[i] for i in range(n) if not any(math.isfinite(v) for v in table[i])]
+    for y in undefined:  # a row without shares (no rows of the group) says so in words
+        ax.text(0.02, y, "undefined", va="center", fontsize=FONT, **_UNDEFINED_STYLE)
     ax.set_ylim(-0.5, max(n, 1) - 0.5)
     draw_axis(fig, ax, "x", x0, x1, ticks, grid=False)
     draw_row_labels(fig, ax, ys, fitted, names, tips)
