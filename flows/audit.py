@@ -33,8 +33,8 @@ from fairengine.multiclass.resampler import MulticlassResampler
 from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
 from fairengine.ranking.resampler import RankingResampler
 from fairengine.regression.resampler import RegressionResampler
-from fairengine.subgroup_scan.resampler import SubgroupScanResampler
 from fairengine.results import AuditResult, MethodResult, ValidationResult
+from fairengine.subgroup_scan.resampler import SubgroupScanResampler
 from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
 from flows.method_steps import cache_root, run_methods, run_methods_from_counts
