@@ -149,6 +149,42 @@ class CountFolder:
         self.n_positive += int(np.count_nonzero(batch.label))
         return codes
 
+    def merge(self, other: CountFolder) -> list[np.ndarray]:
+        """Add the folder of other rows (another file, partition or worker): its values are
+        looked up as a batch's are, its grid added at the matching cells. Returns, per
+        attribute, this folder's discovery code of each of the other's codes (what
+        :meth:`fairengine.streaming.sample.StratifiedReservoir.merge` needs). The result is the
+        folder of all rows up to the order of discovery, which :meth:`categories` undoes, and
+        the order of float additions."""
+        remap = []
+        for a in self.attributes:
+            parts = other._values[a]
+            if parts:
+                values = _concat(parts)
+                remap.append(self._codes(a, values))
+            else:
+                remap.append(np.zeros(0, dtype=np.intp))
+        self._grow()
+        cells = np.ix_(*remap) if remap else ()
+        for k in self._names:
+            self.grid[k][cells] += other.grid[k]
+        if other.hist_w is not None:
+            if self.hist_w is None:
+                hshape = (*self.shape, *other.hist_w.shape[len(remap) :])
+                self.hist_w = np.zeros(hshape, dtype=other.hist_w.dtype)
+                self.hist_w2 = self.hist_w if not self.weighted else np.zeros(hshape)
+            self.hist_w[cells] += other.hist_w
+            if self.weighted:
+                assert self.hist_w2 is not None and other.hist_w2 is not None
+                self.hist_w2[cells] += other.hist_w2
+        for v in other.label_values:
+            if not any(_same(v, u) for u in self.label_values):
+                self.label_values.append(v)
+        self.n_rows += other.n_rows
+        self.n_positive += other.n_positive
+        self.weight_total += other.weight_total
+        return [np.asarray(r, dtype=np.intp) for r in remap]
+
     def categories(self) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
         """Each attribute's categories in the pandas order and, per attribute, the sorted code
         of each discovery code (module docstring); checks two groups and distinct texts."""
@@ -156,7 +192,7 @@ class CountFolder:
         order: dict[str, np.ndarray] = {}
         for a in self.attributes:
             parts = self._values[a]
-            values = pa.concat_arrays(parts).to_pandas() if parts else pd.Series([], dtype=object)
+            values = _concat(parts).to_pandas() if parts else pd.Series([], dtype=object)
             codes, uniques = pd.factorize(values, sort=True)
             cats[a] = tuple(str(_plain(u)) for u in uniques)
             if len(set(cats[a])) != len(cats[a]):
@@ -197,3 +233,10 @@ class CountFolder:
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def _concat(parts: list[pa.Array]) -> pa.Array:
+    """One array of the parts (cast to the first part's type where sources differ, e.g. a
+    string and a large_string column)."""
+    first = parts[0].type
+    return pa.concat_arrays([p if p.type == first else p.cast(first) for p in parts])

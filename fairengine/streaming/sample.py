@@ -2,9 +2,12 @@
 
 Strata are the (joint protected group, label) cells: every combination of the protected
 attributes' values that occurs, times y ∈ {0, 1}. Each row gets a uniform random key
-u_i ~ U(0, 1) from ``numpy.random.default_rng(seed)`` (drawn batch by batch in file order, so the
-sample is reproducible), and stratum s keeps its k_s rows with the smallest keys — a uniform
-random subset of its n_s rows without replacement (bottom-k / priority sampling, the reservoir
+u_i ∈ [0, 1) that is a seeded hash of where the row is — its file (or partition) name and its
+row offset there (:func:`row_keys`, SplitMix64) — so the sample is reproducible and does not
+depend on how the rows are cut into batches or spread over workers: the stream, Dask and any
+other engine that reads the same files draw the same sample. Stratum s keeps its k_s rows
+with the smallest keys — a uniform random subset of its n_s rows without replacement (bottom-k
+/ priority sampling, the reservoir
 algorithm of Efraimidis & Spirakis 2006 with equal weights), where
 
     k_s = min(n_s, L),   L = max { L' : Σ_s min(n_s, L') ≤ sample_rows },
@@ -14,12 +17,16 @@ others share the rest equally). So the sample has at most ``sample_rows`` rows a
 at least min(n_s, L) of its rows. Because L only decreases as rows arrive and a stratum's k_s
 smallest keys are always among its earlier k smallest for any k ≥ k_s, rows beyond the current
 L are dropped as soon as they can no longer be chosen: memory holds at most ``sample_rows`` rows
-plus one batch's candidates. Each sampled row carries the design weight n_s / k_s (inverse
+plus one batch's candidates. Two reservoirs of disjoint rows merge exactly
+(:meth:`StratifiedReservoir.merge`): each side's level is at least the merged one (a stratum's
+rows on one side are at most its rows in all), so the merged stratum's smallest keys are among
+the two sides' kept rows. Each sampled row carries the design weight n_s / k_s (inverse
 inclusion probability), so weighted estimates from the sample are unbiased for the full data.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +37,28 @@ from fairengine.errors import DataContractError
 
 #: Name of the design-weight column of the sample frame.
 WEIGHT_COLUMN = "__sample_weight"
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser (Steele, Lea & Flood 2014), elementwise on uint64 (wrapping)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def row_keys(seed: int, name: str, start: int, n: int) -> np.ndarray:
+    """The sample keys in [0, 1) of rows ``start .. start + n - 1`` of file (or partition)
+    ``name``: SplitMix64 of a seeded hash of the name plus the row offset, its top 53 bits
+    scaled to [0, 1)."""
+    digest = hashlib.blake2b(f"{seed}\x00{name}".encode(), digest_size=8).digest()
+    base = np.uint64(int.from_bytes(digest, "little"))
+    with np.errstate(over="ignore"):
+        x = _splitmix64(base + np.arange(start, start + n, dtype=np.uint64))
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 @dataclass(frozen=True)
@@ -65,7 +94,6 @@ class StratifiedReservoir:
         self.attributes = attributes
         self.sample_rows = sample_rows
         self.seed = seed
-        self._rng = np.random.default_rng(seed)
         self._ids: dict[tuple[int, ...], int] = {}  # (discovery codes…, label) -> stratum
         self._sizes = np.zeros(0, dtype=np.int64)
         self._threshold = np.zeros(0)
@@ -114,10 +142,11 @@ class StratifiedReservoir:
         codes: list[np.ndarray],
         label: np.ndarray,
         shape: tuple[int, ...],
+        keys: np.ndarray,
     ) -> None:
-        """Offer one batch (its discovery codes, in the folder's current grid ``shape``)."""
+        """Offer one batch (its discovery codes, in the folder's current grid ``shape``, and
+        its rows' keys, :func:`row_keys`)."""
         stratum = self._stratum_ids(codes, label, shape)
-        keys = self._rng.random(label.size)
         self._sizes += np.bincount(stratum, minlength=self._sizes.size)
         take = np.flatnonzero(keys < self._threshold[stratum])
         if take.size:
@@ -126,6 +155,32 @@ class StratifiedReservoir:
             self._rows = rows if self._rows is None else pa.concat_tables([self._rows, rows])
             self._keys = np.concatenate([self._keys, keys[take]])
             self._strata = np.concatenate([self._strata, stratum[take]])
+        self.level = self._level()
+        self._prune()
+
+    def merge(self, other: StratifiedReservoir, remap: list[np.ndarray]) -> None:
+        """Add the reservoir of other rows (module docstring); ``remap[j][c]`` is this side's
+        discovery code of the other's code ``c`` of attribute j
+        (:meth:`fairengine.streaming.folding.CountFolder.merge`)."""
+        ids = np.zeros(len(other._ids), dtype=np.intp)
+        for key, s in other._ids.items():
+            mine = (*(int(remap[j][c]) for j, c in enumerate(key[:-1])), key[-1])
+            if mine not in self._ids:
+                self._ids[mine] = len(self._ids)
+            ids[s] = self._ids[mine]
+        grow = len(self._ids) - self._sizes.size
+        if grow:
+            self._sizes = np.concatenate([self._sizes, np.zeros(grow, np.int64)])
+            self._threshold = np.concatenate([self._threshold, np.full(grow, np.inf)])
+        np.add.at(self._sizes, ids, other._sizes)
+        if other._rows is not None and other._keys.size:
+            self._rows = (
+                other._rows
+                if self._rows is None
+                else pa.concat_tables([self._rows, other._rows], promote_options="permissive")
+            )
+            self._keys = np.concatenate([self._keys, other._keys])
+            self._strata = np.concatenate([self._strata, ids[other._strata]])
         self.level = self._level()
         self._prune()
 
@@ -153,11 +208,14 @@ class StratifiedReservoir:
     def result(
         self, values: dict[str, list[str]], order: dict[str, np.ndarray]
     ) -> StratifiedSample:
-        """The sample, its rows in file order; ``values[a][code]`` the category of discovery
+        """The sample, its rows in key order; ``values[a][code]`` the category of discovery
         code ``code`` and ``order`` the sorted code of each (for the strata table)."""
-        frame = self._rows.to_pandas() if self._rows is not None else pd.DataFrame()
+        by_key = np.argsort(self._keys, kind="stable")  # the same order however it was merged
+        rows = self._rows.take(pa.array(by_key)) if self._rows is not None else None
+        frame = rows.to_pandas() if rows is not None else pd.DataFrame()
+        row_strata = self._strata[by_key]
         sampled = np.bincount(self._strata, minlength=self._sizes.size)
-        weight = self._sizes[self._strata] / np.maximum(sampled[self._strata], 1)
+        weight = self._sizes[row_strata] / np.maximum(sampled[row_strata], 1)
         frame[WEIGHT_COLUMN] = weight.astype(np.float64)
         records = []
         for key, s in self._ids.items():

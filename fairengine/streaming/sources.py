@@ -37,6 +37,8 @@ class Batch:
     file: str
     index: int
     data: pa.RecordBatch
+    start: int = 0
+    """Row offset of the batch's first row in its file (the sample's row keys)."""
 
     @property
     def where(self) -> str:
@@ -155,24 +157,30 @@ class StreamSource:
         cols = list(dict.fromkeys(columns))
         expected = self.expected_types(cols)
         for fragment in self.fragments:
-            name = self.name(fragment)
-            self.check_file(fragment, expected)
-            scanner = fragment.to_batches(
-                columns=cols, batch_size=self.batch_rows, schema=self.dataset.schema
-            )
-            index = 0
-            while True:
-                try:
-                    batch = next(scanner)
-                except StopIteration:
-                    break
-                except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
-                    raise DataContractError(
-                        f"{name}, batch {index}: cannot be read ({exc})"
-                    ) from None
-                if batch.num_rows:
-                    yield Batch(name, index, batch)
-                index += 1
+            yield from self.file_batches(fragment, cols, expected)
+
+    def file_batches(
+        self, fragment: ds.Fragment, columns: list[str], expected: dict[str, pa.DataType]
+    ) -> Iterator[Batch]:
+        """One file's record batches of ``columns``, its schema checked against ``expected``
+        first (what a cluster engine's task per file reads)."""
+        name = self.name(fragment)
+        self.check_file(fragment, expected)
+        scanner = fragment.to_batches(
+            columns=columns, batch_size=self.batch_rows, schema=self.dataset.schema
+        )
+        index = start = 0
+        while True:
+            try:
+                batch = next(scanner)
+            except StopIteration:
+                break
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+                raise DataContractError(f"{name}, batch {index}: cannot be read ({exc})") from None
+            if batch.num_rows:
+                yield Batch(name, index, batch, start)
+            start += batch.num_rows
+            index += 1
 
     def check_file(self, fragment: ds.Fragment, expected: dict[str, pa.DataType]) -> None:
         """A missing column or a type other than ``expected`` is an error naming the file."""
