@@ -48,7 +48,7 @@ from fairengine.roles import ColumnRoles
 from fairengine.scores import BINARY_SCORE_TYPES, SCORE_TYPES
 from fairengine.subgroup_scan.config import SubgroupScanConfig
 
-DATA_ENGINES = ("auto", "pandas", "stream")
+DATA_ENGINES = ("auto", "pandas", "stream", "dask", "spark")
 """Values of ``data.engine`` (:class:`DataConfig`)."""
 
 
@@ -70,6 +70,14 @@ class DataConfig:
     ``sample_rows`` rows for what needs rows (:mod:`fairengine.streaming`); ``auto`` (default)
     streams a folder or glob of Parquet files and a Parquet file of more than
     ``stream_above_rows`` rows (from its metadata), and loads everything else.
+
+    ``dask`` and ``spark`` make the same pass on a cluster and give the same count tables and
+    sample (:mod:`fairengine.streaming.dask_engine`, :mod:`fairengine.streaming.spark_engine`):
+    ``dask`` on the scheduler at ``dask_address`` (none: a local cluster of ``dask_workers``
+    worker processes, started for the audit and closed after); ``spark`` on the active
+    ``SparkSession`` or a new one on ``spark_master`` (default ``local[*]``), reading
+    ``path`` (Parquet or CSV) or the catalog table ``table`` (e.g. a lakehouse
+    ``catalog.schema.table``).
     """
 
     path: str | None = None
@@ -85,16 +93,32 @@ class DataConfig:
     batch_rows: int = 1_000_000
     sample_rows: int = 100_000
     stream_above_rows: int = 5_000_000
+    dask_address: str | None = None
+    dask_workers: int = 2
+    spark_master: str | None = None
+    table: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in DATA_ENGINES:
             raise ConfigError(
                 f"data.engine must be one of {list(DATA_ENGINES)}, got {self.engine!r}"
             )
-        for key in ("batch_rows", "sample_rows", "stream_above_rows"):
+        for key in ("batch_rows", "sample_rows", "stream_above_rows", "dask_workers"):
             value = getattr(self, key)
             if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
                 raise ConfigError(f"data.{key} must be a whole number >= 1, got {value!r}")
+        if self.dask_address is not None and self.engine != "dask":
+            raise ConfigError(
+                f"data.dask_address is set but data.engine is {self.engine!r}; set "
+                "data.engine: dask"
+            )
+        if (self.spark_master is not None or self.table is not None) and self.engine != "spark":
+            key = "table" if self.table is not None else "spark_master"
+            raise ConfigError(
+                f"data.{key} is set but data.engine is {self.engine!r}; set data.engine: spark"
+            )
+        if self.table is not None and self.path:
+            raise ConfigError("data.table and data.path both name the data; give one")
         if self.missing not in ("error", "drop"):
             raise ConfigError(f"data.missing must be 'error' or 'drop', got {self.missing!r}")
         if self.delimiter is not None and len(self.delimiter) != 1:

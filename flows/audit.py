@@ -51,6 +51,7 @@ from tasks.model import first_line, resolve_scores
 from tasks.outputs import write_outputs, write_pdf_output
 from tasks.settings import default_report_dir, default_tracking_uri
 from tasks.stream_data import (
+    STREAMED_ENGINES,
     StreamedData,
     check_streamed_group_sizes,
     data_engine,
@@ -144,8 +145,11 @@ def audit_flow(
 
     given = inputs or AuditInputs()
     frame: pd.DataFrame | None
-    if data_engine(cfg, given.frame is not None) == "stream":
-        streamed = stream_audit_data(cfg, tracking_uri, timed, model_object=given.model)
+    engine = data_engine(cfg, given.frame is not None)
+    if engine in STREAMED_ENGINES:
+        streamed = stream_audit_data(
+            cfg, tracking_uri, timed, model_object=given.model, engine=engine
+        )
         counts = streamed.counts
         roles, model_info, frame, model = streamed.roles, streamed.model_info, None, None
         input_warnings = list(streamed.warnings)

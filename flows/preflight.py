@@ -22,7 +22,7 @@ from tasks.audit_inputs import AuditInputs
 from tasks.data import dataset_from_config, resolve_data
 from tasks.mlflow_store import StoreCheck, check_tracking_store
 from tasks.settings import default_tracking_uri
-from tasks.stream_data import data_engine, preflight_stream
+from tasks.stream_data import STREAMED_ENGINES, data_engine, preflight_stream
 
 
 @dataclass
@@ -58,7 +58,7 @@ def preflight(
         raise ConfigError("no scores to audit: set columns.score or model.uri")
     if given.model is not None and (cfg.model.uri or cfg.columns.score):
         raise ConfigError("give either a model object or model.uri/columns.score, not both")
-    if data_engine(cfg, given.frame is not None) == "stream":
+    if data_engine(cfg, given.frame is not None) in STREAMED_ENGINES:
         n_rows = preflight_stream(cfg, has_model)
         return Preflight(cfg, n_rows, _store_check(cfg), [])
     loaded = resolve_data(cfg, given.frame)

@@ -48,6 +48,10 @@ DATA_KEYWORDS = (
     "batch_rows",
     "sample_rows",
     "stream_above_rows",
+    "dask_address",
+    "dask_workers",
+    "spark_master",
+    "table",
 )
 """Keywords that set ``data.<keyword>`` (how a file is read; ``na_values`` and ``missing`` also
 apply to a DataFrame)."""
@@ -331,6 +335,8 @@ def audit_config(
         frame = data
     elif isinstance(data, str | os.PathLike):
         data_section["path"] = str(Path(data).expanduser().resolve())
+    elif data is None and "table" in data_section:
+        pass  # a Spark catalog table (data.table, engine="spark")
     else:
         raise ConfigError(
             f"data: expected a pandas DataFrame or the path of a CSV/Parquet file, "
@@ -365,7 +371,7 @@ def audit_config(
 
 # --------------------------------------------------------------------------- the call
 def audit(
-    data: pd.DataFrame | str | os.PathLike[str],
+    data: pd.DataFrame | str | os.PathLike[str] | None,
     *,
     label: str | None = None,
     protected: str | Iterable[str] | None = None,
@@ -379,7 +385,10 @@ def audit(
     ``data``: a pandas DataFrame, or the path of a CSV/Parquet file (read as ``data.path``;
     ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=``, ``engine=``,
     ``batch_rows=``, ``sample_rows=`` as in the YAML's ``data`` section; ``engine="stream"``
-    reads Parquet/CSV files, folders or globs batch by batch, for data larger than memory).
+    reads Parquet/CSV files, folders or globs batch by batch, for data larger than memory;
+    ``engine="dask"`` (``dask_address=``, ``dask_workers=``) and ``engine="spark"``
+    (``spark_master=``; ``data=None, table="catalog.schema.table"`` for a catalog table) make
+    the same pass on a cluster).
     ``label``, ``protected`` (one name or a list), ``features``, ``weight``: the column roles
     (``task="ranking"``: ``label`` is the optional relevance and ``list_id`` the list/query id
     column; ``task`` is ``binary``, ``regression``, ``multiclass`` or ``ranking``).

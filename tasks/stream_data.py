@@ -1,6 +1,9 @@
-"""The data of a streamed audit (``data.engine: stream``; :mod:`fairengine.streaming`): which
-engine reads the data, and the one pass that checks, scores and folds every record batch into
-the count tables, with its stratified sample as a dataset for what needs rows.
+"""The data of a streamed audit (``data.engine: stream``, ``dask`` or ``spark``;
+:mod:`fairengine.streaming`): which engine reads the data, and the one pass that checks, scores
+and folds every record batch into the count tables, with its stratified sample as a dataset for
+what needs rows. The three engines give the same count tables; ``stream`` reads the files on
+this machine, ``dask`` on a Dask cluster (:mod:`fairengine.streaming.dask_engine`), ``spark`` on
+a Spark session (:mod:`fairengine.streaming.spark_engine`).
 
 A model is settled on the first rows of the source exactly as for an in-memory audit
 (:func:`tasks.model.resolve_scores`: the same score source, model input and handles), then scores
@@ -11,6 +14,7 @@ no content fingerprint short of reading it (the count tables get one, shown in t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -31,6 +35,9 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 HEAD_ROWS = 1_000
 """Rows read from the start of a streamed source to settle the model's score source."""
 
+STREAMED_ENGINES = ("stream", "dask", "spark")
+"""The engines whose audits run on count tables (:class:`StreamedData`), not an in-memory frame."""
+
 
 def _is_parquet(path: str) -> bool:
     p = Path(path)
@@ -42,9 +49,9 @@ def _is_parquet(path: str) -> bool:
 
 
 def data_engine(cfg: AuditConfig, frame_given: bool) -> str:
-    """``pandas`` or ``stream`` for this audit (``data.engine``; ``auto``: stream a folder or glob
-    of Parquet files, and a Parquet file of more than ``data.stream_above_rows`` rows, counted
-    from its metadata)."""
+    """``pandas``, ``stream``, ``dask`` or ``spark`` for this audit (``data.engine``; ``auto``:
+    stream a folder or glob of Parquet files, and a Parquet file of more than
+    ``data.stream_above_rows`` rows, counted from its metadata)."""
     engine = cfg.data.engine
     if engine == "pandas":
         return "pandas"
@@ -53,16 +60,16 @@ def data_engine(cfg: AuditConfig, frame_given: bool) -> str:
         why_not = "the data is a DataFrame (already in memory)"
     elif cfg.data.embedded:
         why_not = "data.embedded is generated in memory"
-    elif not cfg.data.path:
-        why_not = "no data.path"
+    elif not cfg.data.path and not (engine == "spark" and cfg.data.table):
+        why_not = "no data.path" + (" or data.table" if engine == "spark" else "")
     elif cfg.task != "binary":
         why_not = f"task {cfg.task} audits are not streamed yet"
     elif cfg.data.names is not None or cfg.data.na_values or cfg.data.missing != "error":
         why_not = "data.names, data.na_values and data.missing: drop apply to in-memory tables"
-    if engine == "stream":
+    if engine in STREAMED_ENGINES:
         if why_not:
-            raise ConfigError(f"data.engine: stream cannot read this audit's data: {why_not}")
-        return "stream"
+            raise ConfigError(f"data.engine: {engine} cannot read this audit's data: {why_not}")
+        return engine
     if why_not or not _is_parquet(str(cfg.data.path)):
         return "pandas"
     path = str(cfg.data.path)
@@ -110,28 +117,24 @@ def stream_audit_data(
     tracking_uri: str,
     timed: Callable[..., Any],
     model_object: Any = None,
+    engine: str = "stream",
 ) -> StreamedData:
-    """Open ``data.path``, settle the score source (a score column, or the model on the first
-    rows), stream every batch into the count tables and the sample (module docstring)."""
-    from fairengine.streaming import StreamSource, stream_counts
+    """Open ``data.path`` (or, on Spark, ``data.table``), settle the score source (a score
+    column, or the model on the first rows), make the ``engine``'s pass into the count tables
+    and the sample (module docstring)."""
     from fairengine.streaming.sample import WEIGHT_COLUMN
     from fairengine.streaming.stream import MODEL_SCORE_COLUMN
     from tasks.model import resolve_scores
 
     roles = cfg.roles()
-    path = str(cfg.data.path)
-    source = StreamSource(
-        path,
-        format=cfg.data.format,
-        batch_rows=cfg.data.batch_rows,
-        dictionary_columns=roles.protected,
-    )
+    path = str(cfg.data.path) if cfg.data.path else ""
+    source, head_of = _open_source(cfg, engine, roles)
     warnings: list[str] = []
     model_fn = None
     score_type = cfg.score_type
     stream_roles = roles
     if cfg.model.uri or model_object is not None:
-        head = source.dataset.head(HEAD_ROWS).to_pandas()
+        head = head_of(HEAD_ROWS)
         scored = resolve_scores(
             cfg, head, dataclasses.replace(roles, score=None), tracking_uri, timed=timed,
             model_object=model_object,
@@ -157,8 +160,8 @@ def stream_audit_data(
         }
         features = list(roles.features or ())
     counts = timed(
-        "stream_data",
-        stream_counts,
+        f"{engine}_data" if engine != "stream" else "stream_data",
+        _pass_of(cfg, engine),
         source,
         stream_roles,
         score_type=score_type,
@@ -183,23 +186,73 @@ def stream_audit_data(
             threshold=cfg.threshold,
             positive_label=cfg.positive_label,
         )
+    where = {
+        "stream": f"{len(counts.files):,} file(s), {counts.n_batches:,} batch(es) of at most "
+        f"{cfg.data.batch_rows:,} rows",
+        "dask": f"{len(counts.files):,} file(s) or partition(s) as Dask tasks on "
+        + (cfg.data.dask_address or f"a local cluster of {cfg.data.dask_workers} workers"),
+        "spark": f"{len(counts.files):,} file(s) or table(s), aggregated by Spark",
+    }[engine]
     warnings.append(
-        f"streamed audit (data.engine: stream): {counts.n_rows:,} rows in "
-        f"{len(counts.files):,} file(s), {counts.n_batches:,} batch(es) of at most "
-        f"{cfg.data.batch_rows:,} rows; group parity, group metrics (AUC from a "
-        f"{counts.bins or 0:,}-bin score histogram), the proportion permutation tests and "
-        "intersectional ε are computed from exact counts over all rows; tests that need rows "
+        f"streamed audit (data.engine: {engine}): {counts.n_rows:,} rows in {where}; group "
+        f"parity, group metrics (AUC from a {counts.bins or 0:,}-bin score histogram), the "
+        "proportion permutation tests and intersectional ε are computed from exact counts over "
+        "all rows; tests that need rows "
         + (counts.sample.describe() if counts.sample is not None else "are skipped")
         + "; FlipTest, individual fairness and mitigation need the rows and do not run; the "
         "cache is not used"
     )
-    described = {
-        "name": cfg.name or Path(path.rstrip("/*")).name,
-        "source": os.path.abspath(path) if not any(c in path for c in "*?[") else path,
-    }
+    if engine == "spark" and cfg.data.table:
+        described = {"name": cfg.name or cfg.data.table, "source": f"table {cfg.data.table}"}
+    else:
+        described = {
+            "name": cfg.name or Path(path.rstrip("/*")).name,
+            "source": os.path.abspath(path) if not any(c in path for c in "*?[") else path,
+        }
     return StreamedData(
         counts, sample, sample_frame, sample_roles, stream_roles, model_info, described, warnings
     )
+
+
+def _open_source(
+    cfg: AuditConfig, engine: str, roles: ColumnRoles
+) -> tuple[Any, Callable[[int], pd.DataFrame]]:
+    """The engine's source and a function giving its first rows (for settling a model)."""
+    if engine == "spark":
+        from fairengine.streaming.spark_engine import SparkSource
+
+        spark = SparkSource(
+            path=cfg.data.path, table=cfg.data.table, format=cfg.data.format,
+            master=cfg.data.spark_master,
+        )  # fmt: skip
+        return spark, spark.head
+    from fairengine.streaming import StreamSource
+
+    source = StreamSource(
+        str(cfg.data.path),
+        format=cfg.data.format,
+        batch_rows=cfg.data.batch_rows,
+        dictionary_columns=roles.protected,
+    )
+    return source, lambda n: source.dataset.head(n).to_pandas()
+
+
+def _pass_of(cfg: AuditConfig, engine: str) -> Callable[..., Any]:
+    """The engine's pass (:func:`fairengine.streaming.stream_counts` or its cluster twin), with
+    the cluster settings of ``data`` bound."""
+    if engine == "dask":
+        from fairengine.streaming.dask_engine import dask_counts
+
+        return functools.partial(
+            dask_counts, address=cfg.data.dask_address, n_workers=cfg.data.dask_workers
+        )
+    if engine == "spark":
+        from fairengine.streaming.spark_engine import spark_counts
+
+        return spark_counts
+    from fairengine.streaming import stream_counts
+
+    return stream_counts
 
 
 def check_streamed_group_sizes(counts: Any, min_group_size: int) -> None:
@@ -226,11 +279,11 @@ def check_streamed_group_sizes(counts: Any, min_group_size: int) -> None:
 def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
     """The checks a streamed audit can make before it starts: the source opens, and every role
     column (and listed feature) is in its schema; returns the row count from the files'
-    metadata. Each file's own schema is checked when the pass reaches it."""
+    metadata (a Spark table: its row count from Spark). Each file's own schema is checked when
+    the pass reaches it."""
     from fairengine.streaming import StreamSource
 
     roles = cfg.roles()
-    source = StreamSource(str(cfg.data.path), format=cfg.data.format)
     needed = [c for c in (roles.label, *roles.protected) if c is not None]
     if roles.weight:
         needed.append(roles.weight)
@@ -239,5 +292,12 @@ def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
             raise ConfigError("no scores to audit: set columns.score or model.uri")
         needed.append(roles.score)
     needed += list(cfg.columns.features or ())
+    if cfg.data.engine == "spark" and cfg.data.table:
+        from fairengine.streaming.spark_engine import SparkSource
+
+        table = SparkSource(table=cfg.data.table, master=cfg.data.spark_master)
+        table.check_columns(list(dict.fromkeys(needed)))
+        return table.count()
+    source = StreamSource(str(cfg.data.path), format=cfg.data.format)
     source.expected_types(list(dict.fromkeys(needed)))
     return int(source.dataset.count_rows())

@@ -1,0 +1,302 @@
+"""The Dask engine (``data.engine: dask``, :mod:`fairengine.streaming.dask_engine`; issue 21):
+on a local cluster of two worker processes it folds the same count tables, sample and findings
+as the one-machine stream and the in-memory (pandas) audit; a worker killed mid-pass is
+survived (its tasks run again) or, when a file kills every worker that reads it, the audit
+fails with a clear error and leaves no MLflow run; bad files and partitions are named."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cloudpickle
+import numpy as np
+import pandas as pd
+import pytest
+
+import fairengine
+from fairengine.errors import DataContractError, FairEngineError
+from fairengine.roles import ColumnRoles
+from fairengine.streaming import stream_counts
+from fairengine.streaming.batches import ClusterError
+from fairengine.streaming.dask_engine import dask_counts
+from tasks.mlflow_log import TAGS
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+# the test's models run on the worker processes, which cannot import this module by name
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+ROLES = ColumnRoles(label="y", protected=("race", "sex"), score="score", features=("x",))
+WEIGHTED = ColumnRoles(
+    label="y", protected=("race", "sex"), score="score", features=("x",), weight="w"
+)
+COUNT_METHODS = ["group_parity", "group_metrics", "permutation_tests", "intersectional"]
+N_FILES = 37
+
+
+def _table(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    race = rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.3, 0.15, 0.05])
+    x = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(x + 0.4 * (race == "a"))))).astype(int)
+    score = 1 / (1 + np.exp(-(0.9 * x + 0.5 * (race == "a"))))
+    return pd.DataFrame(
+        {
+            "race": race,
+            "sex": rng.choice(["f", "m"], n),
+            "x": x,
+            "y": y,
+            "score": score,
+            "w": rng.gamma(2.0, 0.5, n),
+        }
+    )
+
+
+def _files(df: pd.DataFrame, folder: Path, k: int = N_FILES) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, rows in enumerate(np.array_split(np.arange(len(df)), k)):
+        df.iloc[rows].to_parquet(folder / f"part-{i:03d}.parquet", index=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return _table(150_000)
+
+
+@pytest.fixture(scope="module")
+def parts(table: pd.DataFrame, session_tmp: Path) -> Path:
+    return _files(table, session_tmp / "dask-parts")
+
+
+@pytest.fixture(scope="module")
+def small(session_tmp: Path) -> tuple[pd.DataFrame, Path]:
+    """A smaller table in 37 files, for the audits through the flow."""
+    df = _table(40_000, seed=1)
+    return df, _files(df, session_tmp / "dask-small-parts")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as c:
+        yield c
+
+
+def _same_counts(a, b) -> None:
+    """Equal count tables: integer cells exactly, float sums to 1e-12 relative."""
+    assert a.categories == b.categories and a.n_rows == b.n_rows
+    assert set(a.grid) == set(b.grid)
+    for k in a.grid:
+        if a.grid[k].dtype.kind == "i":
+            np.testing.assert_array_equal(a.grid[k], b.grid[k], err_msg=k)
+        else:
+            np.testing.assert_allclose(a.grid[k], b.grid[k], rtol=1e-12, atol=0, err_msg=k)
+    for h in ("hist_w", "hist_w2"):
+        np.testing.assert_allclose(getattr(a, h), getattr(b, h), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("roles", [ROLES, WEIGHTED], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("threshold", [0.5, None], ids=["hard", "expected"])
+def test_dask_folds_the_streams_counts_and_sample(parts, client, roles, threshold) -> None:
+    kw = {"threshold": threshold, "batch_rows": 1_500, "sample_rows": 4_000, "seed": 3}
+    streamed = stream_counts(str(parts), roles, **kw)
+    on_dask = dask_counts(str(parts), roles, client=client, split_every=3, **kw)
+    _same_counts(streamed, on_dask)
+    assert on_dask.files == streamed.files and len(on_dask.files) == N_FILES
+    assert on_dask.n_batches == streamed.n_batches
+    # the sample's keys hash (file, row): the same rows whatever the cluster or the reduction
+    pd.testing.assert_frame_equal(streamed.sample.frame, on_dask.sample.frame)
+    pd.testing.assert_frame_equal(streamed.sample.strata, on_dask.sample.strata)
+
+
+def test_a_dask_dataframe_is_folded_partition_by_partition(table, client) -> None:
+    streamed = stream_counts(_frame_source(table), ROLES, threshold=0.5, batch_rows=10_000)
+    frame = dd.from_pandas(table, npartitions=11)
+    on_dask = dask_counts(frame, ROLES, client=client, threshold=0.5, batch_rows=4_000)
+    _same_counts(streamed, on_dask)
+    assert on_dask.files == tuple(f"partition {i}" for i in range(11))
+
+
+def _frame_source(table: pd.DataFrame):
+    """The table as one in-memory Parquet file for the stream."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="dask-frame-"))
+    table.to_parquet(folder / "all.parquet", index=False)
+    return str(folder / "all.parquet")
+
+
+def _settings(session_tmp: Path, **extra) -> dict:
+    return {
+        "label": "y",
+        "protected": ["race", "sex"],
+        "methods": COUNT_METHODS,
+        "cache": {"enabled": False},
+        "output": {"dir": str(session_tmp / "dask-reports")},
+        "score": "score",
+        "decisions": {"gap_null": "zero"},
+        "multiplicity": "holm",
+        **extra,
+    }
+
+
+def test_a_dask_audit_gives_the_pandas_findings(small, cluster, session_tmp) -> None:
+    table, parts = small
+    settings = _settings(session_tmp)
+    on_dask = fairengine.audit(
+        str(parts), engine="dask", dask_address=cluster.scheduler_address, batch_rows=5_000,
+        sample_rows=5_000, **settings,
+    )  # fmt: skip
+    in_memory = fairengine.audit(table, **settings)
+    a = {f.key: f for f in on_dask.findings()}
+    b = {f.key: f for f in in_memory.findings()}
+    assert set(a) == set(b) and len(a) > 50
+    same = [k for k in a if "auc" not in k]  # the streamed AUC is the binned one
+    assert len(same) > 40
+    for k in same:
+        assert a[k].estimate == pytest.approx(b[k].estimate, abs=1e-12, nan_ok=True), k
+        assert (a[k].pvalue is None) == (b[k].pvalue is None), k
+        if a[k].pvalue is not None:
+            assert a[k].pvalue == pytest.approx(b[k].pvalue, abs=1e-12), k
+        assert a[k].decision == b[k].decision, k
+    assert on_dask.verdict.status == in_memory.verdict.status
+    assert any(
+        "streamed audit (data.engine: dask): 40,000 rows in 37 file(s)" in w
+        for w in on_dask.warnings
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("drop_race", "part-002.parquet: missing column(s) ['race']"),
+        ("null_race", "part-002.parquet, batch 0: 1 row(s) with a null 'race'"),
+        ("text_score", "part-002.parquet: column 'score' has type "),
+    ],
+)
+def test_a_bad_file_is_named(table, session_tmp, client, change: str, message: str) -> None:
+    folder = _files(table.iloc[:6_000], session_tmp / f"dask-bad-{change}", k=5)
+    bad = pd.read_parquet(folder / "part-002.parquet")
+    if change == "drop_race":
+        bad = bad.drop(columns=["race"])
+    elif change == "null_race":
+        bad.loc[bad.index[0], "race"] = None
+    else:
+        bad["score"] = bad["score"].astype(str)
+    bad.to_parquet(folder / "part-002.parquet", index=False)
+    with pytest.raises(DataContractError) as err:
+        dask_counts(str(folder), ROLES, client=client, threshold=0.5, retries=0)
+    assert message in str(err.value)
+
+
+def test_a_bad_partition_is_named(table, client) -> None:
+    df = table.iloc[:6_000].copy()
+    df.loc[df.index[3_000], "race"] = None  # partition 3 of 6
+    with pytest.raises(DataContractError) as err:
+        dask_counts(dd.from_pandas(df, npartitions=6), ROLES, client=client, retries=0)
+    assert "partition 3, batch 0: 1 row(s) with a null 'race'" in str(err.value)
+    frame = dd.from_pandas(table.iloc[:6_000], npartitions=3)
+    odd = frame.map_partitions(
+        lambda p: p.assign(score=p["score"].astype(str)) if p.index[0] == 2_000 else p,
+        meta=frame._meta,
+    )
+    with pytest.raises(DataContractError) as err:
+        dask_counts(odd, ROLES, client=client, retries=0)
+    assert "partition 1: column 'score' has dtype" in str(err.value)
+
+
+class SlowModel:
+    """P(y=1 | x) of a fixed logistic model, slowly (so that a worker can be killed mid-pass);
+    kills its own worker process on the file whose first x is ``poison`` (a file that no
+    worker survives)."""
+
+    def __init__(self, delay: float, poison: float | None = None) -> None:
+        self.delay, self.poison = delay, poison
+
+    def __call__(self, frame: pd.DataFrame) -> np.ndarray:
+        if self.poison is not None and frame["x"].iloc[0] == self.poison:
+            os._exit(1)
+        time.sleep(self.delay)
+        return 1 / (1 + np.exp(-(0.9 * frame["x"].to_numpy())))
+
+
+def _mlflow_runs(uri: str) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    return [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id])]
+
+
+def test_a_killed_worker_is_survived_and_mlflow_gets_one_run(small, session_tmp) -> None:
+    table, parts = small
+    uri = f"sqlite:///{session_tmp / 'dask-kill-mlflow.db'}"
+    settings = _settings(session_tmp, methods=["group_parity"], decisions={})
+    settings.pop("score")
+    model = SlowModel(delay=0.1)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
+        pids = client.run(os.getpid)
+        killed: list[int] = []
+
+        def kill_one() -> None:  # once the pass is under way, kill one worker process
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not killed:
+                if any(client.processing().values()):
+                    time.sleep(0.5)
+                    pid = next(iter(pids.values()))
+                    os.kill(pid, 9)
+                    killed.append(pid)
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        res = fairengine.audit(
+            str(parts), engine="dask", dask_address=cluster.scheduler_address, model=model,
+            features=["x"], batch_rows=500, mlflow={"tracking_uri": uri}, **settings,
+        )  # fmt: skip
+        killer.join()
+    assert killed, "no worker was killed while the pass ran"
+    expected = fairengine.audit(
+        table, model=model.__class__(0.0), features=["x"], **settings
+    )  # the same model, in memory
+    a = {f.key: f.estimate for f in res.findings()}
+    b = {f.key: f.estimate for f in expected.findings()}
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert a[k] == pytest.approx(b[k], abs=1e-12, nan_ok=True), k
+    runs = _mlflow_runs(uri)
+    assert [r.info.status for r in runs] == ["FINISHED"]
+    assert runs[0].data.tags[TAGS.verdict].lower() == res.verdict.status.lower()
+
+
+def test_a_file_that_kills_every_worker_fails_cleanly_without_a_run(
+    small, cluster, session_tmp
+) -> None:
+    parts = small[1]
+    uri = f"sqlite:///{session_tmp / 'dask-poison-mlflow.db'}"
+    settings = _settings(session_tmp, methods=["group_parity"], decisions={})
+    settings.pop("score")
+    first_x = float(pd.read_parquet(parts / "part-005.parquet")["x"].iloc[0])
+    with pytest.raises(FairEngineError) as err:
+        fairengine.audit(
+            str(parts), engine="dask", dask_address=cluster.scheduler_address,
+            model=SlowModel(0.0, poison=first_x), features=["x"], batch_rows=10_000,
+            mlflow={"tracking_uri": uri}, **settings,
+        )  # fmt: skip
+    assert isinstance(err.value, ClusterError)
+    assert "the Dask pass failed" in str(err.value) and "KilledWorker" in str(err.value)
+    assert _mlflow_runs(uri) == []
