@@ -149,6 +149,45 @@ class CountFolder:
         self.n_positive += int(np.count_nonzero(batch.label))
         return codes
 
+    def add_cells(
+        self,
+        groups: dict[str, pa.Array],
+        label: np.ndarray,
+        label_values: list[Any],
+        sums: dict[str, np.ndarray],
+        bin_index: np.ndarray | None = None,
+    ) -> None:
+        """Fold rows already summed per cell by another engine (Spark's ``groupBy``): one entry
+        per (group combination, label[, score bin]) with its attributes' values ``groups``,
+        its 0/1 ``label`` and its sums — ``n`` (rows), and ``wp``, ``w2p2`` (plus ``w``,
+        ``w2``, ``w2p``, ``p_rows`` with weights) as :func:`fairengine.counts.label_cell_sums`
+        defines them for the rows, the prediction in place of p when hard; with ``bin_index``
+        the entries are per score bin and ``w``/``w2`` are also the histogram's Σw and Σw²."""
+        codes = [self._codes(a, groups[a]) for a in self.attributes]
+        self._grow()
+        where = (*codes, np.asarray(label, dtype=np.intp))
+        for k in self._names:
+            np.add.at(self.grid[k], where, sums[k].astype(self.grid[k].dtype, copy=False))
+        if bin_index is not None and self.bins is not None:
+            hshape = (*self.shape, 2, self.bins)
+            if self.hist_w is None:
+                self.hist_w = np.zeros(hshape, dtype=np.float64 if self.weighted else np.int64)
+                self.hist_w2 = self.hist_w if not self.weighted else np.zeros(hshape)
+            cells = (*where, np.asarray(bin_index, dtype=np.intp))
+            hw = sums["w"] if self.weighted else sums["n"]
+            np.add.at(self.hist_w, cells, hw.astype(self.hist_w.dtype, copy=False))
+            if self.weighted:
+                assert self.hist_w2 is not None
+                np.add.at(self.hist_w2, cells, sums["w2"])
+        for v in label_values:
+            if not any(_same(v, u) for u in self.label_values):
+                self.label_values.append(v)
+        n = np.asarray(sums["n"], dtype=np.int64)
+        self.n_rows += int(n.sum())
+        self.n_positive += int(n[np.asarray(label) == 1].sum())
+        if self.weighted:
+            self.weight_total += float(sums["w"].sum())
+
     def merge(self, other: CountFolder) -> list[np.ndarray]:
         """Add the folder of other rows (another file, partition or worker): its values are
         looked up as a batch's are, its grid added at the matching cells. Returns, per

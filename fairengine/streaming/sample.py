@@ -85,6 +85,22 @@ class StratifiedSample:
         )
 
 
+def allocation_level(sizes: np.ndarray, sample_rows: int) -> int:
+    """The largest L with Σ_s min(n_s, L) ≤ ``sample_rows`` for stratum sizes ``sizes``
+    (module docstring); ``sample_rows`` when there are no strata, max n_s when all fit."""
+    n = np.sort(np.asarray(sizes, dtype=np.int64))
+    if n.sum() <= sample_rows:
+        return int(n.max()) if n.size else sample_rows
+    lo, hi = 0, int(n[-1])
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if int(np.minimum(n, mid).sum()) <= sample_rows:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class StratifiedReservoir:
     """Draws :class:`StratifiedSample` batch by batch (module docstring)."""
 
@@ -123,18 +139,7 @@ class StratifiedReservoir:
         return table[dense]
 
     def _level(self) -> int:
-        """The largest L with Σ min(n_s, L) ≤ sample_rows (module docstring)."""
-        n = np.sort(self._sizes)
-        if n.sum() <= self.sample_rows:
-            return int(n.max()) if n.size else self.sample_rows
-        lo, hi = 0, int(n[-1])
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if int(np.minimum(n, mid).sum()) <= self.sample_rows:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return allocation_level(self._sizes, self.sample_rows)
 
     def add(
         self,

@@ -126,6 +126,11 @@ class StreamSource:
             name for name in self.dataset.schema.names if name not in self._file_columns(0)
         )
 
+    @property
+    def root(self) -> str:
+        """The files' common folder (names in messages are relative to it)."""
+        return self._root
+
     def _file_columns(self, i: int) -> list[str]:
         return list(self.fragments[i].physical_schema.names)
 
