@@ -16,10 +16,19 @@ import cloudpickle
 import numpy as np
 import pandas as pd
 import pytest
+from engines_support import (
+    COUNT_METHODS,
+    N_FILES,
+    ROLES,
+    WEIGHTED,
+    same_counts,
+    same_findings,
+    write_files,
+)
+from engines_support import table as make_table
 
 import fairengine
 from fairengine.errors import DataContractError, FairEngineError
-from fairengine.roles import ColumnRoles
 from fairengine.streaming import stream_counts
 from fairengine.streaming.batches import ClusterError
 from fairengine.streaming.dask_engine import dask_counts
@@ -31,54 +40,22 @@ distributed = pytest.importorskip("distributed")
 # the test's models run on the worker processes, which cannot import this module by name
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-ROLES = ColumnRoles(label="y", protected=("race", "sex"), score="score", features=("x",))
-WEIGHTED = ColumnRoles(
-    label="y", protected=("race", "sex"), score="score", features=("x",), weight="w"
-)
-COUNT_METHODS = ["group_parity", "group_metrics", "permutation_tests", "intersectional"]
-N_FILES = 37
-
-
-def _table(n: int, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    race = rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.3, 0.15, 0.05])
-    x = rng.normal(size=n)
-    y = (rng.random(n) < 1 / (1 + np.exp(-(x + 0.4 * (race == "a"))))).astype(int)
-    score = 1 / (1 + np.exp(-(0.9 * x + 0.5 * (race == "a"))))
-    return pd.DataFrame(
-        {
-            "race": race,
-            "sex": rng.choice(["f", "m"], n),
-            "x": x,
-            "y": y,
-            "score": score,
-            "w": rng.gamma(2.0, 0.5, n),
-        }
-    )
-
-
-def _files(df: pd.DataFrame, folder: Path, k: int = N_FILES) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for i, rows in enumerate(np.array_split(np.arange(len(df)), k)):
-        df.iloc[rows].to_parquet(folder / f"part-{i:03d}.parquet", index=False)
-    return folder
-
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    return _table(150_000)
+    return make_table(150_000)
 
 
 @pytest.fixture(scope="module")
 def parts(table: pd.DataFrame, session_tmp: Path) -> Path:
-    return _files(table, session_tmp / "dask-parts")
+    return write_files(table, session_tmp / "dask-parts")
 
 
 @pytest.fixture(scope="module")
 def small(session_tmp: Path) -> tuple[pd.DataFrame, Path]:
     """A smaller table in 37 files, for the audits through the flow."""
-    df = _table(40_000, seed=1)
-    return df, _files(df, session_tmp / "dask-small-parts")
+    df = make_table(40_000, seed=1)
+    return df, write_files(df, session_tmp / "dask-small-parts")
 
 
 @pytest.fixture(scope="module")
@@ -95,26 +72,13 @@ def client(cluster):
         yield c
 
 
-def _same_counts(a, b) -> None:
-    """Equal count tables: integer cells exactly, float sums to 1e-12 relative."""
-    assert a.categories == b.categories and a.n_rows == b.n_rows
-    assert set(a.grid) == set(b.grid)
-    for k in a.grid:
-        if a.grid[k].dtype.kind == "i":
-            np.testing.assert_array_equal(a.grid[k], b.grid[k], err_msg=k)
-        else:
-            np.testing.assert_allclose(a.grid[k], b.grid[k], rtol=1e-12, atol=0, err_msg=k)
-    for h in ("hist_w", "hist_w2"):
-        np.testing.assert_allclose(getattr(a, h), getattr(b, h), rtol=1e-12, atol=0)
-
-
 @pytest.mark.parametrize("roles", [ROLES, WEIGHTED], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("threshold", [0.5, None], ids=["hard", "expected"])
 def test_dask_folds_the_streams_counts_and_sample(parts, client, roles, threshold) -> None:
     kw = {"threshold": threshold, "batch_rows": 1_500, "sample_rows": 4_000, "seed": 3}
     streamed = stream_counts(str(parts), roles, **kw)
     on_dask = dask_counts(str(parts), roles, client=client, split_every=3, **kw)
-    _same_counts(streamed, on_dask)
+    same_counts(streamed, on_dask)
     assert on_dask.files == streamed.files and len(on_dask.files) == N_FILES
     assert on_dask.n_batches == streamed.n_batches
     # the sample's keys hash (file, row): the same rows whatever the cluster or the reduction
@@ -126,7 +90,7 @@ def test_a_dask_dataframe_is_folded_partition_by_partition(table, client) -> Non
     streamed = stream_counts(_frame_source(table), ROLES, threshold=0.5, batch_rows=10_000)
     frame = dd.from_pandas(table, npartitions=11)
     on_dask = dask_counts(frame, ROLES, client=client, threshold=0.5, batch_rows=4_000)
-    _same_counts(streamed, on_dask)
+    same_counts(streamed, on_dask)
     assert on_dask.files == tuple(f"partition {i}" for i in range(11))
 
 
@@ -161,18 +125,7 @@ def test_a_dask_audit_gives_the_pandas_findings(small, cluster, session_tmp) -> 
         sample_rows=5_000, **settings,
     )  # fmt: skip
     in_memory = fairengine.audit(table, **settings)
-    a = {f.key: f for f in on_dask.findings()}
-    b = {f.key: f for f in in_memory.findings()}
-    assert set(a) == set(b) and len(a) > 50
-    same = [k for k in a if "auc" not in k]  # the streamed AUC is the binned one
-    assert len(same) > 40
-    for k in same:
-        assert a[k].estimate == pytest.approx(b[k].estimate, abs=1e-12, nan_ok=True), k
-        assert (a[k].pvalue is None) == (b[k].pvalue is None), k
-        if a[k].pvalue is not None:
-            assert a[k].pvalue == pytest.approx(b[k].pvalue, abs=1e-12), k
-        assert a[k].decision == b[k].decision, k
-    assert on_dask.verdict.status == in_memory.verdict.status
+    same_findings(on_dask, in_memory)
     assert any(
         "streamed audit (data.engine: dask): 40,000 rows in 37 file(s)" in w
         for w in on_dask.warnings
@@ -188,7 +141,7 @@ def test_a_dask_audit_gives_the_pandas_findings(small, cluster, session_tmp) -> 
     ],
 )
 def test_a_bad_file_is_named(table, session_tmp, client, change: str, message: str) -> None:
-    folder = _files(table.iloc[:6_000], session_tmp / f"dask-bad-{change}", k=5)
+    folder = write_files(table.iloc[:6_000], session_tmp / f"dask-bad-{change}", k=5)
     bad = pd.read_parquet(folder / "part-002.parquet")
     if change == "drop_race":
         bad = bad.drop(columns=["race"])

@@ -13,6 +13,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from engines_support import (
+    COUNT_METHODS,
+    N_FILES,
+    ROLES,
+    WEIGHTED,
+    same_counts,
+    same_findings,
+    write_files,
+)
+from engines_support import table as make_table
 from sklearn.linear_model import LogisticRegression
 
 import fairengine
@@ -22,39 +32,6 @@ from fairengine.streaming import stream_counts
 from fairengine.streaming.spark_engine import spark_counts
 
 pyspark = pytest.importorskip("pyspark")
-
-ROLES = ColumnRoles(label="y", protected=("race", "sex"), score="score", features=("x",))
-WEIGHTED = ColumnRoles(
-    label="y", protected=("race", "sex"), score="score", features=("x",), weight="w"
-)
-COUNT_METHODS = ["group_parity", "group_metrics", "permutation_tests", "intersectional"]
-N_FILES = 37
-
-
-def _table(n: int, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    race = rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.3, 0.15, 0.05])
-    x = rng.normal(size=n)
-    y = (rng.random(n) < 1 / (1 + np.exp(-(x + 0.4 * (race == "a"))))).astype(int)
-    logit = 0.9 * x + 0.5 * (race == "a")
-    return pd.DataFrame(
-        {
-            "race": race,
-            "sex": rng.choice(["f", "m"], n),
-            "x": x,
-            "y": y,
-            "score": 1 / (1 + np.exp(-logit)),
-            "logit": logit,
-            "w": rng.gamma(2.0, 0.5, n),
-        }
-    )
-
-
-def _files(df: pd.DataFrame, folder: Path, k: int = N_FILES) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for i, rows in enumerate(np.array_split(np.arange(len(df)), k)):
-        df.iloc[rows].to_parquet(folder / f"part-{i:03d}.parquet", index=False)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -87,28 +64,12 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    return _table(60_000)
+    return make_table(60_000)
 
 
 @pytest.fixture(scope="module")
 def parts(table: pd.DataFrame, session_tmp: Path) -> Path:
-    return _files(table, session_tmp / "spark-parts")
-
-
-def _same_counts(a, b) -> None:
-    """Equal count tables: integer cells exactly, float sums to 1e-12 relative."""
-    assert a.categories == b.categories and a.n_rows == b.n_rows
-    assert set(a.grid) == set(b.grid)
-    for k in a.grid:
-        if a.grid[k].dtype.kind == "i":
-            np.testing.assert_array_equal(a.grid[k], b.grid[k], err_msg=k)
-        else:
-            np.testing.assert_allclose(a.grid[k], b.grid[k], rtol=1e-12, atol=0, err_msg=k)
-    assert (a.hist_w is None) == (b.hist_w is None)
-    if a.hist_w is not None:
-        assert a.hist_w.dtype == b.hist_w.dtype
-        np.testing.assert_allclose(a.hist_w, b.hist_w, rtol=1e-12, atol=0)
-        np.testing.assert_allclose(a.hist_w2, b.hist_w2, rtol=1e-12, atol=0)
+    return write_files(table, session_tmp / "spark-parts")
 
 
 @pytest.mark.parametrize(
@@ -118,7 +79,7 @@ def test_spark_aggregates_the_streams_counts(parts, spark, roles, threshold) -> 
     kw = {"threshold": threshold, "sample_rows": 3_000, "seed": 5}
     streamed = stream_counts(str(parts), roles, batch_rows=4_000, **kw)
     on_spark = spark_counts(str(parts), roles, session=spark, **kw)
-    _same_counts(streamed, on_spark)
+    same_counts(streamed, on_spark)
     assert on_spark.files == streamed.files and len(on_spark.files) == N_FILES
     # the strata and their allocation are the stream's; the rows drawn differ (another key)
     pd.testing.assert_frame_equal(streamed.sample.strata, on_spark.sample.strata)
@@ -140,17 +101,17 @@ def test_a_model_and_raw_scores_are_mapped_in_pandas(table, parts, spark) -> Non
     kw = {"threshold": 0.5, "model": model.predict_proba, "features": ["x"], "sample_rows": 500}
     streamed = stream_counts(str(parts), roles, batch_rows=7_000, **kw)
     on_spark = spark_counts(str(parts), roles, session=spark, batch_rows=5_000, **kw)
-    _same_counts(streamed, on_spark)
+    same_counts(streamed, on_spark)
     assert "__model_score" in on_spark.sample.frame.columns
     raw = ColumnRoles(label="y", protected=("race", "sex"), score="logit")
     kw = {"threshold": None, "score_type": "raw"}
-    _same_counts(
+    same_counts(
         stream_counts(str(parts), raw, **kw), spark_counts(str(parts), raw, session=spark, **kw)
     )
 
 
 def test_an_audit_of_a_catalog_table_gives_the_pandas_findings(spark, session_tmp) -> None:
-    df = _table(20_000, seed=2)
+    df = make_table(20_000, seed=2)
     spark.createDataFrame(df).write.mode("overwrite").saveAsTable("audit_rows")
     settings = {
         "label": "y",
@@ -163,17 +124,7 @@ def test_an_audit_of_a_catalog_table_gives_the_pandas_findings(spark, session_tm
     }
     on_spark = fairengine.audit(None, engine="spark", table="audit_rows", **settings)
     in_memory = fairengine.audit(df, **settings)
-    a = {f.key: f for f in on_spark.findings()}
-    b = {f.key: f for f in in_memory.findings()}
-    assert set(a) == set(b) and len(a) > 50
-    same = [k for k in a if "auc" not in k]  # the streamed AUC is the binned one
-    assert len(same) > 40
-    for k in same:
-        assert a[k].estimate == pytest.approx(b[k].estimate, abs=1e-12, nan_ok=True), k
-        if a[k].pvalue is not None:
-            assert a[k].pvalue == pytest.approx(b[k].pvalue, abs=1e-12), k
-        assert a[k].decision == b[k].decision, k
-    assert on_spark.verdict.status == in_memory.verdict.status
+    same_findings(on_spark, in_memory)
     assert any("streamed audit (data.engine: spark): 20,000 rows" in w for w in on_spark.warnings)
     assert on_spark.dataset.source == "table audit_rows"
 
@@ -188,7 +139,7 @@ def test_an_audit_of_a_catalog_table_gives_the_pandas_findings(spark, session_tm
     ],
 )
 def test_a_bad_file_is_named(table, session_tmp, spark, change: str, message: str) -> None:
-    folder = _files(table.iloc[:6_000], session_tmp / f"spark-bad-{change}", k=5)
+    folder = write_files(table.iloc[:6_000], session_tmp / f"spark-bad-{change}", k=5)
     name = "part-004.parquet" if change == "big_score" else "part-002.parquet"
     bad = pd.read_parquet(folder / name)
     if change == "drop_race":

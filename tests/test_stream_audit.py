@@ -160,4 +160,11 @@ def test_stream_refuses_what_it_cannot_read(table, session_tmp) -> None:
     )
     with pytest.raises(FairEngineError) as err:
         fairengine.audit(table, engine="spark", **_settings(session_tmp, score="score"))
-    assert "data.engine must be one of ['auto', 'pandas', 'stream']" in str(err.value)
+    assert "data.engine: spark cannot read this audit's data: the data is a DataFrame" in str(
+        err.value
+    )
+    with pytest.raises(FairEngineError) as err:
+        fairengine.audit(table, engine="ray", **_settings(session_tmp, score="score"))
+    assert "data.engine must be one of ['auto', 'pandas', 'stream', 'dask', 'spark']" in str(
+        err.value
+    )

@@ -454,7 +454,7 @@ def _sample(
     n_s = sizes.reindex(stratum_of).to_numpy(np.float64)
     k_s = np.minimum(n_s, level)
     frame[WEIGHT_COLUMN] = n_s / np.maximum(k_s, 1)
-    labels_of = by_stratum["_y"].first()
+    labels_of = dict(by_stratum["_y"].first().items())
     text = {a: _category_text(cells[a], counts.categories[a]) for a in roles.protected}
     records = []
     for stratum, n in sizes.items():
