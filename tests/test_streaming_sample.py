@@ -86,3 +86,28 @@ def test_tests_needing_rows_run_on_the_sample_and_say_so(tmp_path: Path) -> None
     assert "not from all rows" in auc.reading
     assert "sample" not in by_key["perm_tpr.sex.f_m"].label  # exact, from the counts
     assert any("computed from a sample of" in w for w in res.warnings)
+
+
+def test_row_keys_are_uniform_and_do_not_depend_on_the_batches() -> None:
+    """The sample's keys (a seeded SplitMix64 hash of file and row offset): the same key for a
+    row however its file is cut into batches; over 200,000 rows the keys pass a
+    Kolmogorov-Smirnov test against U(0, 1) and neighbouring rows' and two seeds' keys are
+    uncorrelated (|r| below 4 standard errors, 1/sqrt(n))."""
+    from scipy import stats
+
+    from fairengine.streaming.sample import row_keys
+
+    n = 200_000
+    keys = row_keys(3, "part-00001.parquet", 0, n)
+    pieces = np.concatenate(
+        [row_keys(3, "part-00001.parquet", lo, min(7_001, n - lo)) for lo in range(0, n, 7_001)]
+    )
+    np.testing.assert_array_equal(keys, pieces)
+    assert keys.min() >= 0 and keys.max() < 1
+    assert stats.kstest(keys, "uniform").pvalue > 1e-4
+    bound = 4 / np.sqrt(n)
+    assert abs(np.corrcoef(keys[:-1], keys[1:])[0, 1]) < bound
+    other_seed = row_keys(4, "part-00001.parquet", 0, n)
+    other_file = row_keys(3, "part-00002.parquet", 0, n)
+    assert abs(np.corrcoef(keys, other_seed)[0, 1]) < bound
+    assert abs(np.corrcoef(keys, other_file)[0, 1]) < bound

@@ -7,8 +7,8 @@ row offset there (:func:`row_keys`, SplitMix64) — so the sample is reproducibl
 depend on how the rows are cut into batches or spread over workers: the stream, Dask and any
 other engine that reads the same files draw the same sample. Stratum s keeps its k_s rows
 with the smallest keys — a uniform random subset of its n_s rows without replacement (bottom-k
-/ priority sampling, the reservoir
-algorithm of Efraimidis & Spirakis 2006 with equal weights), where
+/ priority sampling, the reservoir algorithm of Efraimidis & Spirakis 2006 with equal weights),
+where
 
     k_s = min(n_s, L),   L = max { L' : Σ_s min(n_s, L') ≤ sample_rows },
 
