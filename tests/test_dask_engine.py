@@ -111,7 +111,6 @@ def _settings(session_tmp: Path, **extra) -> dict:
         "cache": {"enabled": False},
         "output": {"dir": str(session_tmp / "dask-reports")},
         "score": "score",
-        "decisions": {"gap_null": "zero"},
         "multiplicity": "holm",
         **extra,
     }
@@ -196,7 +195,7 @@ def _mlflow_runs(uri: str) -> list:
 def test_a_killed_worker_is_survived_and_mlflow_gets_one_run(small, session_tmp) -> None:
     table, parts = small
     uri = f"sqlite:///{session_tmp / 'dask-kill-mlflow.db'}"
-    settings = _settings(session_tmp, methods=["group_parity"], decisions={})
+    settings = _settings(session_tmp, methods=["group_parity"])
     settings.pop("score")
     model = SlowModel(delay=0.1)
     with distributed.LocalCluster(
@@ -241,7 +240,7 @@ def test_a_file_that_kills_every_worker_fails_cleanly_without_a_run(
 ) -> None:
     parts = small[1]
     uri = f"sqlite:///{session_tmp / 'dask-poison-mlflow.db'}"
-    settings = _settings(session_tmp, methods=["group_parity"], decisions={})
+    settings = _settings(session_tmp, methods=["group_parity"])
     settings.pop("score")
     first_x = float(pd.read_parquet(parts / "part-005.parquet")["x"].iloc[0])
     with pytest.raises(FairEngineError) as err:

@@ -97,7 +97,7 @@ class SparkSource:
         session: Any = None,
         master: str | None = None,
     ) -> None:
-        given = [x is not None and x != "" for x in (frame, path, table)]
+        given = [frame is not None, bool(path), bool(table)]
         if sum(given) != 1:
             raise DataContractError(
                 "a Spark source needs exactly one of a DataFrame, data.path or data.table"
@@ -109,7 +109,7 @@ class SparkSource:
             self.name = "the Spark DataFrame"
         else:
             self.session = session or spark_session(master)
-            if table is not None:
+            if table:
                 try:
                     self.frame = self.session.table(table)
                 except Exception as exc:  # AnalysisException: no such table
