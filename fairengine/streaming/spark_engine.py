@@ -36,6 +36,7 @@ expose), and identical rows share a key.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -381,6 +382,19 @@ def _spark_error(exc: Exception) -> Exception:
     return ClusterError(f"the Spark pass failed: {type(exc).__name__}: {_first_line(exc)}")
 
 
+@contextlib.contextmanager
+def arrow_transfer(session: Any) -> Iterator[None]:
+    """``toPandas`` through Arrow (column batches, not pickled rows) for the block, the
+    session's own setting restored after."""
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    before = session.conf.get(key, "false")
+    session.conf.set(key, "true")
+    try:
+        yield
+    finally:
+        session.conf.set(key, before)
+
+
 def _cell_sums(df: Any, plan: FoldPlan) -> pd.DataFrame:
     """The per-(groups, label, bin) sums (module docstring), collected as pandas."""
     from pyspark.sql import functions as F
@@ -409,7 +423,8 @@ def _cell_sums(df: Any, plan: FoldPlan) -> pd.DataFrame:
         F.sum(q).alias("p_rows"),
     ]
     try:
-        cells = df.groupBy(*keys).agg(*aggs).toPandas()
+        with arrow_transfer(df.sparkSession):
+            cells = df.groupBy(*keys).agg(*aggs).toPandas()
     except Exception as exc:
         raise _spark_error(exc) from None
     for k in ("wp", "w2p2", "w", "w2", "w2p", "p_rows"):
@@ -447,7 +462,8 @@ def _sample(
         .select(*[F.col(f"`{c}`") for c in columns])
     )
     try:
-        frame = picked.toPandas()
+        with arrow_transfer(df.sparkSession):
+            frame = picked.toPandas()
     except Exception as exc:
         raise _spark_error(exc) from None
     stratum_of = pd.MultiIndex.from_frame(frame[strata_keys])
