@@ -80,3 +80,21 @@ def same_findings(streamed, in_memory) -> None:
             assert a[k].pvalue == pytest.approx(b[k].pvalue, abs=1e-12), k
         assert a[k].decision == b[k].decision, k
     assert streamed.verdict.status == in_memory.verdict.status
+
+
+def spoil_file(path: Path, change: str, rows: int = 1) -> None:
+    """Rewrite one Parquet file with a fault: ``drop_race`` (no 'race' column), ``null_race``
+    (the first ``rows`` rows without a race), ``text_score`` (the score as text) or
+    ``big_score`` (row 7's score 1.5)."""
+    bad = pd.read_parquet(path)
+    if change == "drop_race":
+        bad = bad.drop(columns=["race"])
+    elif change == "null_race":
+        bad.loc[bad.index[:rows], "race"] = None
+    elif change == "big_score":
+        bad.loc[bad.index[7], "score"] = 1.5
+    elif change == "text_score":
+        bad["score"] = bad["score"].astype(str)
+    else:
+        raise ValueError(f"unknown change {change!r}")
+    bad.to_parquet(path, index=False)

@@ -23,6 +23,7 @@ from engines_support import (
     WEIGHTED,
     same_counts,
     same_findings,
+    spoil_file,
     write_files,
 )
 from engines_support import table as make_table
@@ -141,14 +142,7 @@ def test_a_dask_audit_gives_the_pandas_findings(small, cluster, session_tmp) -> 
 )
 def test_a_bad_file_is_named(table, session_tmp, client, change: str, message: str) -> None:
     folder = write_files(table.iloc[:6_000], session_tmp / f"dask-bad-{change}", k=5)
-    bad = pd.read_parquet(folder / "part-002.parquet")
-    if change == "drop_race":
-        bad = bad.drop(columns=["race"])
-    elif change == "null_race":
-        bad.loc[bad.index[0], "race"] = None
-    else:
-        bad["score"] = bad["score"].astype(str)
-    bad.to_parquet(folder / "part-002.parquet", index=False)
+    spoil_file(folder / "part-002.parquet", change)
     with pytest.raises(DataContractError) as err:
         dask_counts(str(folder), ROLES, client=client, threshold=0.5, retries=0)
     assert message in str(err.value)

@@ -20,6 +20,7 @@ from engines_support import (
     WEIGHTED,
     same_counts,
     same_findings,
+    spoil_file,
     write_files,
 )
 from engines_support import table as make_table
@@ -141,16 +142,7 @@ def test_an_audit_of_a_catalog_table_gives_the_pandas_findings(spark, session_tm
 def test_a_bad_file_is_named(table, session_tmp, spark, change: str, message: str) -> None:
     folder = write_files(table.iloc[:6_000], session_tmp / f"spark-bad-{change}", k=5)
     name = "part-004.parquet" if change == "big_score" else "part-002.parquet"
-    bad = pd.read_parquet(folder / name)
-    if change == "drop_race":
-        bad = bad.drop(columns=["race"])
-    elif change == "null_race":
-        bad.loc[bad.index[:2], "race"] = None
-    elif change == "big_score":
-        bad.loc[bad.index[7], "score"] = 1.5
-    else:
-        bad["score"] = bad["score"].astype(str)
-    bad.to_parquet(folder / name, index=False)
+    spoil_file(folder / name, change, rows=2)
     with pytest.raises(DataContractError) as err:
         spark_counts(str(folder), ROLES, session=spark, threshold=0.5)
     assert message in str(err.value)

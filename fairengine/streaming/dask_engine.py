@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -46,10 +46,9 @@ import pyarrow as pa
 
 from fairengine.errors import DataContractError, FairEngineError
 from fairengine.roles import ColumnRoles
-from fairengine.streaming.batches import DEFAULT_BINS, ClusterError, FoldPlan, fold_plan
+from fairengine.streaming.batches import ClusterError, FoldPlan, fold_plan
 from fairengine.streaming.folding import CountFolder
 from fairengine.streaming.sample import StratifiedReservoir
-from fairengine.streaming.scoring import ScoreModel
 from fairengine.streaming.sources import DEFAULT_BATCH_ROWS, StreamSource
 from fairengine.streaming.tables import StreamedCounts
 
@@ -139,19 +138,11 @@ def dask_counts(
     client: Any = None,
     address: str | None = None,
     n_workers: int = 2,
-    score_type: str = "probability",
-    threshold: float | None = None,
-    positive_label: Any = 1,
-    model: ScoreModel | None = None,
-    features: Sequence[str] | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
-    bins: int | None = DEFAULT_BINS,
-    sample_rows: int | None = None,
-    sample_columns: Sequence[str] | None = None,
-    seed: int = 0,
     format: str | None = None,
     split_every: int = 8,
     retries: int = 2,
+    **options: Any,
 ) -> StreamedCounts:
     """:func:`fairengine.streaming.stream_counts` on a Dask cluster (module docstring).
 
@@ -162,23 +153,14 @@ def dask_counts(
     client, address, n_workers : the cluster (:func:`dask_client`).
     split_every : fan-in of the reduction tree.
     retries : how often a task is re-run when its worker is lost.
-    Other parameters as :func:`fairengine.streaming.stream_counts`.
+    options : ``score_type``, ``threshold``, ``positive_label``, ``model``, ``features``,
+        ``bins``, ``sample_rows``, ``sample_columns``, ``seed``: as
+        :func:`fairengine.streaming.stream_counts` (:func:`.batches.fold_plan`).
     """
     from dask.delayed import Delayed, delayed
 
     started = time.perf_counter()
-    plan = fold_plan(
-        roles,
-        score_type=score_type,
-        threshold=threshold,
-        positive_label=positive_label,
-        model=model,
-        features=features,
-        bins=bins,
-        sample_rows=sample_rows,
-        sample_columns=sample_columns,
-        seed=seed,
-    )
+    plan = fold_plan(roles, **options)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise DataContractError(f"batch_rows must be a positive integer, got {batch_rows!r}")
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:

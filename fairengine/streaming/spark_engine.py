@@ -50,7 +50,6 @@ import pyarrow as pa
 from fairengine.errors import DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.streaming.batches import (
-    DEFAULT_BINS,
     MODEL_SCORE_COLUMN,
     ClusterError,
     FoldPlan,
@@ -58,7 +57,7 @@ from fairengine.streaming.batches import (
 )
 from fairengine.streaming.contract import check_scores
 from fairengine.streaming.sample import WEIGHT_COLUMN, StratifiedSample, allocation_level
-from fairengine.streaming.scoring import ScoreModel, model_scores
+from fairengine.streaming.scoring import model_scores
 from fairengine.streaming.sources import StreamSource
 from fairengine.streaming.tables import StreamedCounts
 
@@ -166,17 +165,9 @@ def spark_counts(
     *,
     session: Any = None,
     master: str | None = None,
-    score_type: str = "probability",
-    threshold: float | None = None,
-    positive_label: Any = 1,
-    model: ScoreModel | None = None,
-    features: Sequence[str] | None = None,
     batch_rows: int = 10_000,
-    bins: int | None = DEFAULT_BINS,
-    sample_rows: int | None = None,
-    sample_columns: Sequence[str] | None = None,
-    seed: int = 0,
     format: str | None = None,
+    **options: Any,
 ) -> StreamedCounts:
     """:func:`fairengine.streaming.stream_counts` on Spark (module docstring).
 
@@ -186,23 +177,14 @@ def spark_counts(
     session, master : the Spark session (:func:`spark_session`).
     batch_rows : rows per Arrow batch of ``mapInPandas`` (when a model or a raw score is
         turned into probabilities in Python).
-    Other parameters as :func:`fairengine.streaming.stream_counts`.
+    options : ``score_type``, ``threshold``, ``positive_label``, ``model``, ``features``,
+        ``bins``, ``sample_rows``, ``sample_columns``, ``seed``: as
+        :func:`fairengine.streaming.stream_counts` (:func:`.batches.fold_plan`).
     """
     from pyspark.sql import functions as F
 
     started = time.perf_counter()
-    plan = fold_plan(
-        roles,
-        score_type=score_type,
-        threshold=threshold,
-        positive_label=positive_label,
-        model=model,
-        features=features,
-        bins=bins,
-        sample_rows=sample_rows,
-        sample_columns=sample_columns,
-        seed=seed,
-    )
+    plan = fold_plan(roles, **options)
     src = _source(source, session, master, format)
     src.check_columns(list(plan.columns))
     df = src.frame.select(*[F.col(f"`{c}`") for c in plan.columns]).withColumn(
@@ -215,7 +197,7 @@ def spark_counts(
     cells = _cell_sums(df, plan)
     groups = {a: pa.array(cells[a].tolist()) for a in roles.protected}
     raw_labels = cells[roles.label]
-    label = (raw_labels == positive_label).to_numpy(dtype=bool).astype(np.int8)
+    label = (raw_labels == plan.positive_label).to_numpy(dtype=bool).astype(np.int8)
     sums = {k: cells[k].to_numpy() for k in ("n", "wp", "w2p2", "w", "w2", "w2p", "p_rows")}
     folder.add_cells(
         groups,
