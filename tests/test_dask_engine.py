@@ -62,7 +62,7 @@ def small(session_tmp: Path) -> tuple[pd.DataFrame, Path]:
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as c:
         yield c
 
@@ -193,7 +193,7 @@ def test_a_killed_worker_is_survived_and_mlflow_gets_one_run(small, session_tmp)
     settings.pop("score")
     model = SlowModel(delay=0.1)
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
         pids = client.run(os.getpid)
         killed: list[int] = []

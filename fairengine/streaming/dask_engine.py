@@ -36,6 +36,7 @@ with its message; anything else that stops the pass is a :class:`ClusterError`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import time
 from collections.abc import Iterator
@@ -94,8 +95,9 @@ def fold_partition(
 
 
 def merge_folded(*parts: Folded) -> Folded:
-    """Merge task results into the first (one node of the reduction tree)."""
-    folder, reservoir, n = parts[0]
+    """Merge task results (one node of the reduction tree) into a copy of the first: a task's
+    inputs are left as they were, so that a retried merge counts every row once."""
+    folder, reservoir, n = copy.deepcopy(parts[0])
     for other, other_reservoir, m in parts[1:]:
         remap = folder.merge(other)
         if reservoir is not None and other_reservoir is not None:
@@ -124,7 +126,7 @@ def dask_client(
         return
     with (
         LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as c,
     ):
@@ -166,6 +168,7 @@ def dask_counts(
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise DataContractError(f"split_every must be an integer >= 2, got {split_every!r}")
     tasks: list[Delayed]
+    shared_plan = delayed(plan, traverse=False)  # one key in the graph: the model shipped once
     if _is_dask_frame(source):
         missing = [c for c in plan.columns if c not in source.columns]
         if missing:
@@ -176,7 +179,7 @@ def dask_counts(
         parts = source.to_delayed()
         files = tuple(f"partition {i}" for i in range(len(parts)))
         tasks = [
-            delayed(fold_partition, pure=False)(plan, p, i, dtypes, batch_rows)
+            delayed(fold_partition, pure=False)(shared_plan, p, i, dtypes, batch_rows)
             for i, p in enumerate(parts)
         ]
     else:
@@ -191,7 +194,7 @@ def dask_counts(
         files = tuple(src.files)
         shared = delayed(src, traverse=False)
         tasks = [
-            delayed(fold_file, pure=False)(plan, shared, i, expected)
+            delayed(fold_file, pure=False)(shared_plan, shared, i, expected)
             for i in range(len(src.fragments))
         ]
     while len(tasks) > 1:
