@@ -35,6 +35,7 @@ from tasks.report.views import (
     permutation_tests,
     ranking_metrics,
     regression_metrics,
+    subgroup_scan,
 )
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ BUILT_IN_VIEWS: tuple[ModuleType, ...] = (
     regression_metrics,
     multiclass_metrics,
     ranking_metrics,
+    subgroup_scan,
 )
 """The view modules of the built-in methods (each: ``METHOD``, ``DETAILS``, ``view``,
 ``TEMPLATE``)."""
