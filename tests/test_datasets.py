@@ -23,6 +23,7 @@ from fairengine.datasets import (
     make_intersectional_synthetic,
     make_lipton_hiring,
     make_maity_simulation,
+    make_proxy_shift,
 )
 from fairengine.errors import DataContractError
 from fairengine.roles import ColumnRoles
@@ -58,11 +59,12 @@ def _kind(dtype: object) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_registry_lists_the_three_generators() -> None:
+def test_registry_lists_the_four_generators() -> None:
     assert EMBEDDED == {
         "maity_simulation": make_maity_simulation,
         "lipton_hiring": make_lipton_hiring,
         "intersectional_synthetic": make_intersectional_synthetic,
+        "proxy_shift": make_proxy_shift,
     }
 
 
