@@ -9,7 +9,7 @@ left in — is compared with ``np.testing.assert_array_equal`` against
 
 The fixture was recorded from the code before the strategy refactor (commit 6ee3cc2) and
 re-recorded once for an intended change of the random draws (the subset masks of the row and
-AUC paths draw from other random numbers since commit ecbaa79: still exact uniform subsets,
+AUC paths draw from other random numbers since commits 9519084 and ecbaa79: exact uniform subsets,
 ``test_random_subset_masks_are_uniform``; 65 of the 188 cases, the cell-count path, did not
 change) by
 ``tests/data/make_two_group_paths.py`` (``.venv/bin/python tests/data/make_two_group_paths.py``;
