@@ -60,6 +60,16 @@ def reading(sub: ScannedSubgroup, statistic: str) -> str:
     )
 
 
+SHORT_NAMES = {
+    "calibration": "calibration",
+    "positive_rate": "positive rate",
+    "tpr": "TPR",
+    "fpr": "FPR",
+}
+"""The statistic's name in a finding's label (kept short: the label is one line of the
+report's top findings)."""
+
+
 def scan_findings(result: ScanResult, null_hypothesis: str) -> list[Finding]:
     """One finding per reported subgroup (module docstring)."""
     out: list[Finding] = []
@@ -69,7 +79,7 @@ def scan_findings(result: ScanResult, null_hypothesis: str) -> list[Finding]:
         out.append(
             Finding(
                 key=f"scan_{result.statistic_name}.{j}",
-                label=f"{result.statistic_name} deviation, scanned subgroup {j}: {sub.rule}",
+                label=f"scan #{j}, {SHORT_NAMES.get(result.statistic_name, '')}: {sub.rule}",
                 estimate=sub.deviation,
                 interval=sub.interval,
                 pvalue=sub.adjusted_pvalue,

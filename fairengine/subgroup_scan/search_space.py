@@ -55,8 +55,13 @@ class CodedFeatures:
         return int(self.codes.shape[0])
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+def _edge_texts(edges: np.ndarray) -> list[str]:
+    """The edges with 3 significant digits, more where two would read the same."""
+    for digits in range(3, 17):
+        texts = [f"{x:.{digits}g}" for x in edges]
+        if len(set(texts)) == len(texts):
+            return texts
+    return [repr(float(x)) for x in edges]
 
 
 def _bin_numeric(name: str, values: np.ndarray, levels: int) -> tuple[np.ndarray, CodedFeature]:
@@ -66,13 +71,14 @@ def _bin_numeric(name: str, values: np.ndarray, levels: int) -> tuple[np.ndarray
     edges = edges[edges > values.min()]
     codes = np.searchsorted(edges, values, side="right")
     labels: list[str] = []
+    e = _edge_texts(edges)
     for k in range(len(edges) + 1):
         if k == 0:
-            labels.append(f"{name} < {_fmt(edges[0])}" if len(edges) else f"{name} (all)")
+            labels.append(f"{name} < {e[0]}" if len(edges) else f"{name} (all)")
         elif k == len(edges):
-            labels.append(f"{name} ≥ {_fmt(edges[-1])}")
+            labels.append(f"{name} ≥ {e[-1]}")
         else:
-            labels.append(f"{_fmt(edges[k - 1])} ≤ {name} < {_fmt(edges[k])}")
+            labels.append(f"{e[k - 1]} ≤ {name} < {e[k]}")
     return codes, CodedFeature(name, tuple(labels), tuple(float(e) for e in edges))
 
 
