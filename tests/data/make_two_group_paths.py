@@ -4,8 +4,8 @@ Run from the repository root: ``.venv/bin/python tests/data/make_two_group_paths
 imports the test module for its case list and runs each case through the current
 ``fairengine.permutation.two_group.permutation_test``; the committed fixture was recorded from
 the code before the strategy refactor (commit 6ee3cc2), with numpy 2.4.6 and torch 2.13.0+cpu,
-and re-recorded after the subset masks' new random draws (commits 9519084, ecbaa79; 65 of the 188 cases,
-the cell-count path, unchanged).
+and re-recorded after the subset masks' new random draws (commits 9519084, ecbaa79; 65 of the
+188 cases, the cell-count path, unchanged).
 Regenerate it only for an intended change of behaviour.
 """
 
