@@ -300,40 +300,43 @@ def _encode_label(col: pd.Series, name: str, positive_label: Any) -> np.ndarray:
     return is_pos.astype(np.int8)
 
 
-def _encode_target(col: pd.Series, name: str) -> np.ndarray:
-    """A regression target: numeric (booleans count as 0/1), no missing or infinite values."""
+def _numeric_label(
+    col: pd.Series, name: str, role: str, kind: str, problems: str, need: str, *, negative: bool
+) -> np.ndarray:
+    """A numeric label column (booleans count as 0/1) as float64, with no missing or infinite
+    values (and, unless ``negative``, none below 0); errors name the column and its ``role``."""
     if not pd.api.types.is_numeric_dtype(col.dtype):
         raise DataContractError(
-            f"label column {name!r} (the target of a regression audit) must be numeric; found "
-            f"dtype {col.dtype} (e.g. {_examples(col)})"
+            f"label column {name!r} ({role}) must be numeric{kind}; found dtype {col.dtype} "
+            f"(e.g. {_examples(col)})"
         )
     y = col.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(y)
+    bad = ~np.isfinite(y) if negative else ~np.isfinite(y) | (y < 0)
     if bad.any():
         raise DataContractError(
-            f"label column {name!r} (the target of a regression audit) has {int(bad.sum())} "
-            f"missing or infinite value(s) (e.g. {_examples(col[bad])}); every row needs a "
-            "target"
+            f"label column {name!r} ({role}) has {int(bad.sum())} {problems} value(s) (e.g. "
+            f"{_examples(col[bad])}); {need}"
         )
     return y
+
+
+def _encode_target(col: pd.Series, name: str) -> np.ndarray:
+    """A regression target: numeric (booleans count as 0/1), no missing or infinite values."""
+    return _numeric_label(
+        col, name, "the target of a regression audit", "", "missing or infinite",
+        "every row needs a target", negative=True,
+    )  # fmt: skip
 
 
 def _encode_relevance(col: pd.Series, name: str) -> np.ndarray:
     """A ranking's relevance labels: numeric (booleans count as 0/1), finite, non-negative."""
-    if not pd.api.types.is_numeric_dtype(col.dtype):
-        raise DataContractError(
-            f"label column {name!r} (the relevance of a ranking audit) must be numeric (0/1 or "
-            f"graded); found dtype {col.dtype} (e.g. {_examples(col)})"
-        )
-    y = col.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(y) | (y < 0)
-    if bad.any():
-        raise DataContractError(
-            f"label column {name!r} (the relevance of a ranking audit) has {int(bad.sum())} "
-            f"missing, infinite or negative value(s) (e.g. {_examples(col[bad])}); relevance "
-            "must be a finite number >= 0 (leave columns.label out to audit without relevance)"
-        )
-    return y
+    return _numeric_label(
+        col, name, "the relevance of a ranking audit", " (0/1 or graded)",
+        "missing, infinite or negative",
+        "relevance must be a finite number >= 0 (leave columns.label out to audit without "
+        "relevance)",
+        negative=False,
+    )  # fmt: skip
 
 
 def _list_ids(col: pd.Series, name: str) -> np.ndarray:
