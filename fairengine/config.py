@@ -150,6 +150,8 @@ class ColumnsConfig:
     features: list[str] | None = None
     weight: str | None = None
     list_id: str | None = None
+    class_scores: dict[str, str] | None = None
+    """A multiclass audit's probability columns, ``{class: column}`` (P(ŷ = class) per row)."""
 
 
 @dataclass
@@ -520,6 +522,11 @@ class AuditConfig:
                 f"columns.list_id ({c.list_id!r}) applies to task: ranking (the list or query "
                 f"each item is ranked in); this is a {self.task} audit"
             )
+        if c.class_scores and self.task != "multiclass":
+            raise ConfigError(
+                "columns.class_scores (one probability column per class) applies to task: "
+                f"multiclass; this is a {self.task} audit"
+            )
         if not c.protected:
             raise ConfigError("columns.protected must list at least one protected attribute")
         return ColumnRoles(
@@ -529,6 +536,7 @@ class AuditConfig:
             features=tuple(c.features) if c.features is not None else None,
             weight=c.weight,
             list_id=c.list_id,
+            class_scores=tuple(c.class_scores.items()) if c.class_scores else None,
         )
 
 

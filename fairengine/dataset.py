@@ -17,6 +17,7 @@ import pandas as pd
 
 from fairengine.counts import index_dtype
 from fairengine.errors import DataContractError
+from fairengine.multiclass.inputs import ROW_SUM_TOLERANCE
 from fairengine.prediction_task import DEFAULT_SCORE_TYPE, TASKS
 from fairengine.roles import ColumnRoles
 from fairengine.scores import (
@@ -74,6 +75,9 @@ class AuditDataset:
     """The classes of a multiclass audit, in code order (the label's values, sorted)."""
     lists: np.ndarray | None = None
     """A ranking audit's list (query) id per row (``roles.list_id``); None: one list."""
+    class_probability: np.ndarray | None = None
+    """A multiclass audit's (n, K) probability matrix, column k for ``classes[k]``
+    (``roles.class_scores``); None when only predicted classes are known."""
 
     @property
     def relevance(self) -> np.ndarray | None:
@@ -216,12 +220,23 @@ class AuditDataset:
                 )
             lists = _list_ids(frame[roles.list_id], roles.list_id)
         groups = {a: _encode_group(frame[a], a, min_group_size) for a in roles.protected}
-        probability = prediction = None
+        probability = prediction = class_probability = None
+        if roles.class_scores and task != "multiclass":
+            raise DataContractError(
+                "roles.class_scores (one probability column per class) applies to multiclass "
+                f"audits; this is a {task} audit"
+            )
         if task in ("regression", "ranking") and roles.score is not None:
             prediction = _check_scores(frame[roles.score], roles.score, st)
-        elif task == "multiclass" and roles.score is not None:
+        elif task == "multiclass" and (roles.score is not None or roles.class_scores):
             assert roles.label is not None
-            prediction = _predicted_classes(frame[roles.score], roles.score, roles.label, classes)
+            if roles.class_scores:
+                class_probability = _class_probabilities(frame, roles.class_scores, classes)
+                prediction = np.argmax(class_probability, axis=1).astype(np.int64)
+            if roles.score is not None:
+                prediction = _predicted_classes(
+                    frame[roles.score], roles.score, roles.label, classes
+                )
         elif roles.score is not None:
             probability = _check_scores(frame[roles.score], roles.score, st)
             prediction = positive_prediction(probability, t)
@@ -241,6 +256,7 @@ class AuditDataset:
             task=task,
             classes=classes,
             lists=lists,
+            class_probability=class_probability,
         )
 
 
@@ -257,6 +273,12 @@ def frame_fingerprint(frame: pd.DataFrame, columns: list[str]) -> str:
 
 def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
+
+
+def class_text(value: Any) -> str:
+    """A class as a multiclass audit names it: the text of the plain Python value (numpy
+    scalars unwrapped), so a label 2, a predicted ``np.int64(2)`` and a YAML key ``2`` agree."""
+    return str(_plain(value))
 
 
 def _examples(values: pd.Series, k: int = 5, width: int = 40) -> str:
@@ -368,7 +390,7 @@ def _encode_classes(col: pd.Series, name: str) -> tuple[np.ndarray, tuple[str, .
             f"{col.index[col.isna()][0]!r}); every row needs a class"
         )
     codes, uniques = pd.factorize(col, sort=True)
-    classes = tuple(str(_plain(u)) for u in uniques)
+    classes = tuple(class_text(u) for u in uniques)
     if len(classes) < 2:
         raise DataContractError(
             f"label column {name!r} has a single class {classes[0]!r}; a multiclass audit "
@@ -390,7 +412,7 @@ def _predicted_classes(
     nulls = int(col.isna().sum())
     if nulls:
         raise DataContractError(f"score column {name!r} has {nulls} missing predicted class(es)")
-    text = col.map(lambda v: str(_plain(v)))
+    text = col.map(class_text)
     index = {c: i for i, c in enumerate(classes)}
     unknown = sorted(set(text.unique()) - set(index))
     if unknown:
@@ -399,6 +421,61 @@ def _predicted_classes(
             f"{label!r} never takes (its classes: {list(classes)[:10]})"
         )
     return text.map(index).to_numpy(dtype=np.int64)
+
+
+def _class_probabilities(
+    frame: pd.DataFrame, class_scores: tuple[tuple[str, str], ...], classes: tuple[str, ...]
+) -> np.ndarray:
+    """The (n, K) probability matrix of ``roles.class_scores``, columns in the order of the
+    label's ``classes``: every class needs a column, a class the label never takes is an error,
+    and each column must hold finite probabilities in [0, 1] whose row sums are 1 within
+    ``ROW_SUM_TOLERANCE`` (the multiclass statistics' contract)."""
+    given = dict(class_scores)
+    missing = [c for c in classes if c not in given]
+    unknown = [c for c in given if c not in classes]
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"no column for class(es) {missing[:10]}")
+        if unknown:
+            parts.append(f"class(es) {unknown[:10]} that the label never takes")
+        raise DataContractError(
+            f"columns.class_scores must give one probability column per class of the label "
+            f"(its classes: {list(classes)[:10]}): {'; '.join(parts)}"
+        )
+    columns = []
+    for c in classes:
+        name = given[c]
+        col = frame[name]
+        if not pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            raise DataContractError(
+                f"class-score column {name!r} (class {c!r}) must be numeric probabilities, got "
+                f"dtype {col.dtype}"
+            )
+        values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise DataContractError(
+                f"class-score column {name!r} (class {c!r}) has {int(bad.sum())} missing or "
+                f"infinite value(s) (first at row {col.index[bad][0]!r})"
+            )
+        outside = (values < 0) | (values > 1)
+        if outside.any():
+            raise DataContractError(
+                f"class-score column {name!r} (class {c!r}) must hold probabilities in [0, 1]; "
+                f"{int(outside.sum())} value(s) are not (e.g. {values[outside][0]:.4g})"
+            )
+        columns.append(values)
+    matrix = np.column_stack(columns)
+    off = np.abs(matrix.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE
+    if off.any():
+        r = int(np.flatnonzero(off)[0])
+        raise DataContractError(
+            f"the class-score columns {[given[c] for c in classes][:10]} must sum to 1 in every "
+            f"row (within {ROW_SUM_TOLERANCE:g}); {int(off.sum())} row(s) do not, e.g. row "
+            f"{frame.index[r]!r} sums to {matrix[r].sum():.6g}"
+        )
+    return matrix
 
 
 def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:

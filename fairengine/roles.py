@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fairengine.errors import DataContractError
@@ -24,6 +24,9 @@ class ColumnRoles:
     weight : optional non-negative sample-weight column.
     list_id : a ranking audit's list (query) id column: items are ranked within their list
         (``None``: one list of every row).
+    class_scores : a multiclass audit's probability columns, ``{class: column}`` (stored as
+        ``((class, column), ...)``, classes as text): column c holds P(ŷ = c) per row. With
+        them and no ``score``, the predicted class is the most probable one.
     """
 
     label: str | None
@@ -32,6 +35,7 @@ class ColumnRoles:
     features: tuple[str, ...] | None = None
     weight: str | None = None
     list_id: str | None = None
+    class_scores: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
         protected = self.protected
@@ -44,20 +48,22 @@ class ColumnRoles:
         object.__setattr__(self, "protected", tuple(str(c) for c in protected))
         if self.features is not None:
             object.__setattr__(self, "features", tuple(str(c) for c in self.features))
-        roles = (self.label, *self.protected, self.score, self.weight, self.list_id)
-        named = [c for c in roles if c is not None]
+        if self.class_scores is not None:
+            object.__setattr__(self, "class_scores", _class_score_pairs(self.class_scores))
+        named = self.role_columns()
         dupes = sorted({c for c in named if named.count(c) > 1})
         if dupes:
             raise DataContractError(
                 f"column(s) {dupes} are given more than one role "
-                "(label, protected, score, weight, list_id); "
+                "(label, protected, score, weight, list_id, class_scores); "
                 "each column may play one role"
             )
 
     def role_columns(self) -> list[str]:
-        """Label, protected, score, weight and list-id columns (those present), in that
-        order."""
+        """Label, protected, score, weight, list-id and class-score columns (those present),
+        in that order."""
         cols = [self.label, *self.protected, self.score, self.weight, self.list_id]
+        cols += [column for _, column in self.class_scores or ()]
         return [c for c in cols if c is not None]
 
     def feature_columns(self, columns: Sequence[str]) -> list[str]:
@@ -75,4 +81,29 @@ class ColumnRoles:
             "features": list(self.features) if self.features is not None else None,
             "weight": self.weight,
             **({"list_id": self.list_id} if self.list_id is not None else {}),
+            **({"class_scores": dict(self.class_scores)} if self.class_scores else {}),
         }
+
+
+def _class_score_pairs(value: object) -> tuple[tuple[str, str], ...]:
+    """``{class: column}`` (or its pairs) as ``((class, column), ...)``, classes as text; an
+    empty mapping, a repeated class or a non-text column name is a :class:`DataContractError`."""
+    items = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = tuple((str(c), column) for c, column in items)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise DataContractError(
+            "columns.class_scores must map each class to its probability column "
+            f"({{class: column}}), got {value!r}"
+        ) from None
+    bad = [column for _, column in pairs if not isinstance(column, str) or not column]
+    if not pairs or bad:
+        raise DataContractError(
+            "columns.class_scores must map each class to the name of its probability column, "
+            f"got {value!r}"
+        )
+    classes = [c for c, _ in pairs]
+    repeated = sorted({c for c in classes if classes.count(c) > 1})
+    if repeated:
+        raise DataContractError(f"columns.class_scores names class(es) {repeated} twice")
+    return pairs

@@ -35,7 +35,15 @@ from fairengine.comparison.record import ModelComparison
 from fairengine.config import AuditConfig
 from fairengine.errors import ConfigError
 
-COLUMN_KEYWORDS = ("label", "protected", "score", "features", "weight", "list_id")
+COLUMN_KEYWORDS = (
+    "label",
+    "protected",
+    "score",
+    "features",
+    "weight",
+    "list_id",
+    "class_scores",
+)
 """Keywords that set ``columns.<keyword>`` of the config."""
 DATA_KEYWORDS = (
     "format",
@@ -324,7 +332,7 @@ def audit_config(
         protected = [protected]
     if protected is not None:
         columns["protected"] = list(protected)
-    for key in ("features", "weight", "list_id"):
+    for key in ("features", "weight", "list_id", "class_scores"):
         if key in settings:
             value = settings.pop(key)
             columns[key] = [value] if key == "features" and isinstance(value, str) else value
@@ -391,7 +399,8 @@ def audit(
     the same pass on a cluster).
     ``label``, ``protected`` (one name or a list), ``features``, ``weight``: the column roles
     (``task="ranking"``: ``label`` is the optional relevance and ``list_id`` the list/query id
-    column; ``task`` is ``binary``, ``regression``, ``multiclass`` or ``ranking``).
+    column; ``task`` is ``binary``, ``regression``, ``multiclass`` or ``ranking``;
+    ``task="multiclass"``: ``class_scores={class: column}`` names probability columns).
     ``model``: a fitted classifier with ``predict_proba`` (scikit-learn,
     xgboost, lightgbm), a ``torch.nn.Module``, a callable returning P(y=1) per row, or an MLflow
     model URI (``models:/name/3``, ``runs:/<id>/model``); or ``score=<column>`` when the data

@@ -67,6 +67,8 @@ def resolve_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedD
             score=c.score or ds.roles.score,
             features=tuple(c.features) if c.features is not None else ds.roles.features,
             weight=c.weight or ds.roles.weight,
+            list_id=c.list_id or ds.roles.list_id,
+            class_scores=tuple(c.class_scores.items()) if c.class_scores else ds.roles.class_scores,
         )
         frame, notes = ds.frame, ()
         source = {"name": ds.name, "source": f"embedded:{ds.name}"}

@@ -25,6 +25,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from fairengine.config import AuditConfig
+from fairengine.dataset import class_text
 from fairengine.errors import ConfigError, ModelLoadError
 from fairengine.model_scores import (
     LOG_WITH_PROBABILITIES,
@@ -45,6 +46,7 @@ from fairengine.model_scores import (
     raw_model,
     source_scores,
 )
+from fairengine.multiclass.inputs import ROW_SUM_TOLERANCE
 from fairengine.roles import ColumnRoles
 from fairengine.scores import to_probability
 from tasks.model_objects import object_fingerprint, object_model
@@ -341,12 +343,23 @@ def _scoring_failure(exc: BaseException, model_input: ModelInput, raw: Any) -> M
 
 # --------------------------------------------------------------------------- the score source
 @dataclass(frozen=True)
+class ClassProbability:
+    """A multiclass model's (n, K) class probabilities and the class of each column (as text,
+    :func:`fairengine.dataset.class_text`)."""
+
+    classes: tuple[str, ...]
+    matrix: np.ndarray
+
+
+@dataclass(frozen=True)
 class ModelScores:
-    """The audit rows' scores (on ``score_type``'s scale), their source and notes."""
+    """The audit rows' scores (on ``score_type``'s scale), their source and notes; a multiclass
+    model's class probabilities when it has them."""
 
     scores: np.ndarray
     source: ScoreSource
     warnings: tuple[str, ...] = ()
+    class_probability: ClassProbability | None = None
 
 
 def choose_score_source(
@@ -590,7 +603,10 @@ def _predicted_classes(
     estimator: str | None,
 ) -> ModelScores:
     """A multiclass audit's predictions: the pyfunc's ``predict``, one class per row (shape
-    (n,) or (n, 1)); the dataset checks them against the label's classes."""
+    (n,) or (n, 1)), and the estimator's ``predict_proba`` (columns named by ``classes_``) when
+    it has one; or, when the pyfunc serves an (n, K) probability matrix (logged with
+    ``pyfunc_predict_fn="predict_proba"``), that matrix and its most probable class per row
+    (``classes_`` names the columns). The dataset checks the classes against the label's."""
     what = f"the pyfunc predict of {name}"
     try:
         output = pyfunc.predict(features)
@@ -601,20 +617,72 @@ def _predicted_classes(
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     n = len(features)
+    classes = _class_names(raw)
+    if arr.ndim == 2 and arr.shape[0] == n and arr.shape[1] > 1:
+        if classes is None or len(classes) != arr.shape[1]:
+            raise ModelLoadError(
+                f"task: multiclass: {what} returned a matrix of shape {arr.shape} (class "
+                "probabilities?) and the model does not name its columns (no classes_ of "
+                f"{arr.shape[1]} classes): log it so that its pyfunc predicts classes "
+                "(mlflow.sklearn.log_model's default), or give the probabilities as data columns "
+                "(columns.class_scores)"
+            )
+        matrix = _probability_matrix(arr, what)
+        source = ScoreSource(
+            "pyfunc_output",
+            f"output of {what}: class probabilities ({len(classes)} columns), the predicted "
+            "class their most probable one (multiclass)",
+            "class",
+            flavor=flavor,
+            estimator=estimator,
+        )
+        predicted = np.asarray(classes, dtype=object)[np.argmax(matrix, axis=1)]
+        return ModelScores(predicted, source, (), ClassProbability(classes, matrix))
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ModelLoadError(
             f"task: multiclass needs one predicted class per row, but {what} returned shape "
-            f"{arr.shape} for {n} rows (class probabilities? log the model so that its pyfunc "
-            "predicts classes, e.g. mlflow.sklearn.log_model's default)"
+            f"{arr.shape} for {n} rows"
         )
+    probability = None
+    notes: tuple[str, ...] = ()
+    if classes is not None and _has_proba(raw):
+        try:
+            matrix = _probability_matrix(np.asarray(raw.predict_proba(features)), "predict_proba")
+        except (ModelLoadError, ValueError, TypeError, AttributeError) as exc:
+            notes = (f"class probabilities not available from predict_proba of {name}: {exc}",)
+        else:
+            if matrix.shape == (n, len(classes)):
+                probability = ClassProbability(classes, matrix)
+    detail = f"; class probabilities from predict_proba of {name}" if probability else ""
     source = ScoreSource(
         "pyfunc_output",
-        f"output of {what}, one predicted class per row (multiclass)",
+        f"output of {what}, one predicted class per row (multiclass){detail}",
         "class",
         flavor=flavor,
         estimator=estimator,
     )
-    return ModelScores(arr, source)
+    return ModelScores(arr, source, notes, probability)
+
+
+def _class_names(raw: Any) -> tuple[str, ...] | None:
+    """The estimator's ``classes_`` as class text, or None when it has none."""
+    classes = getattr(raw, "classes_", None) if raw is not None else None
+    if classes is None or _is_torch_module(raw):
+        return None
+    return tuple(class_text(c) for c in list(classes))
+
+
+def _probability_matrix(arr: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` as float64 class probabilities: finite, in [0, 1], rows summing to 1."""
+    try:
+        matrix = np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelLoadError(f"{what} returned non-numeric class probabilities") from None
+    if not np.all(np.isfinite(matrix)) or matrix.min() < 0 or matrix.max() > 1:
+        raise ModelLoadError(f"{what} returned values outside [0, 1] as class probabilities")
+    if np.any(np.abs(matrix.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE):
+        raise ModelLoadError(f"{what} returned class probabilities whose rows do not sum to 1")
+    return matrix
 
 
 def _how_to_serve_probabilities(flavor: str, raw: Any) -> str:
@@ -732,6 +800,26 @@ class ScoredData:
     warnings: list[str] = field(default_factory=list)
 
 
+def attach_class_probability(
+    frame: pd.DataFrame, probability: ClassProbability | None, roles: ColumnRoles
+) -> tuple[tuple[tuple[str, str], ...] | None, list[str]]:
+    """A multiclass model's class probabilities as columns ``_fairengine_score[<class>]`` of
+    ``frame`` (in place) and the ``class_scores`` role naming them, when the model's classes
+    are the label's; else no columns and a note saying why the probabilities are not used."""
+    if probability is None or roles.label is None:
+        return None, []
+    label = {class_text(v) for v in pd.unique(frame[roles.label].dropna())}
+    if label != set(probability.classes):
+        return None, [
+            f"the model's class probabilities are not used: its classes "
+            f"{list(probability.classes)[:10]} are not the label's {sorted(label)[:10]}"
+        ]
+    pairs = tuple((c, f"{SCORE_COLUMN}[{c}]") for c in probability.classes)
+    for k, (_, column) in enumerate(pairs):
+        frame[column] = probability.matrix[:, k]
+    return pairs, []
+
+
 def _run_plain(step: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     del step
     return fn(*args, **kwargs)
@@ -779,8 +867,11 @@ def resolve_scores(
     out = frame.copy()
     out[SCORE_COLUMN] = scored.scores
     new_roles = dataclasses.replace(roles, score=SCORE_COLUMN, features=model_input.columns)
+    pairs, probability_notes = attach_class_probability(out, scored.class_probability, roles)
+    if pairs is not None:
+        new_roles = dataclasses.replace(new_roles, class_scores=pairs)
     handles = model_handles(pyfunc, scored.source, model_input, cfg.score_type, cfg.positive_label)
-    warnings = [*notes, *scored.warnings]
+    warnings = [*notes, *scored.warnings, *probability_notes]
     if cfg.score_type == "label" and cfg.threshold not in (None, 0.5):
         warnings.append(
             f"threshold {cfg.threshold} is not used: with score_type label the model's labels "

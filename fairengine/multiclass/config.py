@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairengine.errors import ConfigError
+from fairengine.multiclass.inputs import PROBABILITY_MODES
 from fairengine.setting_checks import require_alternative, require_integers, require_level
 
 #: The per-class rates the method can test (:data:`fairengine.multiclass.RATE_METRICS`).
@@ -24,7 +25,10 @@ class MulticlassConfig:
     ``max_pairs``: at most this many pairs per attribute (largest groups first; default 15).
     ``concentration``: the Dirichlet smoothing of ε-differential fairness over the K outcomes
     (α = concentration / K per outcome; default 1). ``confidence_level`` (default 0.95),
-    ``alternative`` (``two-sided``, ``greater``, ``less``).
+    ``alternative`` (``two-sided``, ``greater``, ``less``). ``probabilities``: how class
+    probabilities (``columns.class_scores``, or a model with ``predict_proba``) are read:
+    ``argmax`` (default; the predicted class, hard counts) or ``expected`` (expected counts
+    Σ P_ic in place of 1{ŷ_i = c}: LiFT's generalized prediction counts; needs probabilities).
     """
 
     enabled: bool = True
@@ -35,6 +39,7 @@ class MulticlassConfig:
     concentration: float = 1.0
     confidence_level: float = 0.95
     alternative: str = "two-sided"
+    probabilities: str = "argmax"
 
     def __post_init__(self) -> None:
         where = "methods.multiclass_metrics"
@@ -48,3 +53,8 @@ class MulticlassConfig:
             raise ConfigError(f"{where}.concentration must be >= 0, got {self.concentration!r}")
         require_level(where, "confidence_level", self.confidence_level)
         require_alternative(where, self.alternative)
+        if self.probabilities not in PROBABILITY_MODES:
+            raise ConfigError(
+                f"{where}.probabilities must be one of {list(PROBABILITY_MODES)}, got "
+                f"{self.probabilities!r}"
+            )

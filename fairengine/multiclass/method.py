@@ -29,6 +29,33 @@ METHOD = "multiclass_metrics"
 TITLE = "Multiclass fairness (per-class rates and predicted-class distributions by group)"
 
 
+def read_predictions(dataset: AuditDataset, config: MulticlassConfig) -> np.ndarray:
+    """What the statistics read as the prediction: the (n, K) probability matrix under
+    ``probabilities: expected`` (an error naming the setting when the audit has none), the
+    predicted class codes otherwise."""
+    if config.probabilities == "expected":
+        if dataset.class_probability is None:
+            raise DataContractError(
+                f"methods.{METHOD}.probabilities: expected reads class probabilities, and this "
+                "audit has predicted classes only: name them with columns.class_scores "
+                "({class: column}) or audit a model with predict_proba"
+            )
+        return dataset.class_probability
+    assert dataset.prediction is not None
+    return dataset.prediction
+
+
+def prediction_reading(dataset: AuditDataset, config: MulticlassConfig) -> str:
+    """How the statistics read the predictions, as the report says it: ``expected`` (expected
+    counts of the probabilities), ``argmax`` (the most probable class: probabilities without
+    a predicted-class column) or ``classes`` (the predicted classes as given)."""
+    if config.probabilities == "expected":
+        return "expected"
+    if dataset.class_probability is not None and dataset.roles.score is None:
+        return "argmax"
+    return "classes"
+
+
 def run_multiclass_metrics(
     dataset: AuditDataset, config: MulticlassConfig, *, seed: int = 0
 ) -> MethodResult:
@@ -43,7 +70,9 @@ def run_multiclass_metrics(
             f"{METHOD} audits multiclass classifiers: build the dataset with task='multiclass' "
             "and a predicted-class column"
         )
-    y, pred, w, classes = dataset.label, dataset.prediction, dataset.weights, dataset.classes
+    y, w, classes = dataset.label, dataset.weights, dataset.classes
+    pred = read_predictions(dataset, config)
+    mode = config.probabilities
     attributes: list[MulticlassAttribute] = []
     findings = []
     warnings: list[str] = []
@@ -59,6 +88,7 @@ def run_multiclass_metrics(
             confidence_level=config.confidence_level,
             weights=w,
             attribute=attr,
+            probabilities=mode,
         )
         possible = enc.n_groups * (enc.n_groups - 1) // 2
         pairs = []
@@ -80,6 +110,7 @@ def run_multiclass_metrics(
                     seed=pair_seed(seed, stream),
                     weights=w,
                     attribute=attr,
+                    probabilities=mode,
                 )
             )
             stream += 1
@@ -96,6 +127,7 @@ def run_multiclass_metrics(
             seed=seed,
             weights=w,
             attribute=attr,
+            probabilities=mode,
         )
         attributes.append(
             MulticlassAttribute(attr, rates, tuple(pairs), len(pairs), possible, epsilon)
@@ -104,7 +136,7 @@ def run_multiclass_metrics(
     details = MulticlassDetails(
         attributes=tuple(attributes),
         classes=tuple(classes),
-        probabilities="argmax",
+        probabilities=prediction_reading(dataset, config),
         n_permutations=config.n_permutations,
         confidence_level=config.confidence_level,
         metrics=tuple(config.metrics),

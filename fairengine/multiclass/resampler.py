@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fairengine.multiclass.findings import multiclass_findings
-from fairengine.multiclass.method import METHOD
+from fairengine.multiclass.method import METHOD, read_predictions
 from fairengine.multiclass.permutation import pair_permutation_tests
 from fairengine.pair_resampler import PairResampler
 
@@ -27,7 +27,7 @@ class MulticlassResampler(PairResampler):
         ds, cfg = self.dataset, self.config
         tests = pair_permutation_tests(
             ds.label,
-            ds.prediction,
+            read_predictions(ds, cfg),
             codes,
             ds.groups[attr].categories,
             ds.classes,
@@ -41,6 +41,7 @@ class MulticlassResampler(PairResampler):
             confidence_level=cfg.confidence_level,
             seed=seed,
             attribute=attr,
+            probabilities=cfg.probabilities,
         )
         return {
             f.key: int(f.resampling[0].exceedances)
