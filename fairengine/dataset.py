@@ -443,29 +443,17 @@ def _class_probabilities(
             f"columns.class_scores must give one probability column per class of the label "
             f"(its classes: {list(classes)[:10]}): {'; '.join(parts)}"
         )
-    columns = []
-    for c in classes:
-        name = given[c]
-        col = frame[name]
-        if not pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
-            raise DataContractError(
-                f"class-score column {name!r} (class {c!r}) must be numeric probabilities, got "
-                f"dtype {col.dtype}"
-            )
-        values = col.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = ~np.isfinite(values)
-        if bad.any():
-            raise DataContractError(
-                f"class-score column {name!r} (class {c!r}) has {int(bad.sum())} missing or "
-                f"infinite value(s) (first at row {col.index[bad][0]!r})"
-            )
+    columns = [
+        _finite_numbers(frame[given[c]], f"class-score column {given[c]!r} (class {c!r})")
+        for c in classes
+    ]
+    for c, values in zip(classes, columns, strict=True):
         outside = (values < 0) | (values > 1)
         if outside.any():
             raise DataContractError(
-                f"class-score column {name!r} (class {c!r}) must hold probabilities in [0, 1]; "
-                f"{int(outside.sum())} value(s) are not (e.g. {values[outside][0]:.4g})"
+                f"class-score column {given[c]!r} (class {c!r}) must hold probabilities in "
+                f"[0, 1]; {int(outside.sum())} value(s) are not (e.g. {values[outside][0]:.4g})"
             )
-        columns.append(values)
     matrix = np.column_stack(columns)
     off = np.abs(matrix.sum(axis=1) - 1.0) > ROW_SUM_TOLERANCE
     if off.any():
@@ -513,19 +501,24 @@ def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:
     return enc
 
 
-def _check_scores(col: pd.Series, name: str, score_type: ScoreType) -> np.ndarray:
+def _finite_numbers(col: pd.Series, what: str) -> np.ndarray:
+    """``col`` as float64; a non-numeric dtype or a missing/infinite value is an error naming
+    ``what`` (e.g. "score column 'p'") with examples."""
     if not (pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)):
         raise DataContractError(
-            f"score column {name!r} must be numeric; found dtype {col.dtype} "
-            f"(e.g. {_examples(col)})"
+            f"{what} must be numeric; found dtype {col.dtype} (e.g. {_examples(col)})"
         )
     s = col.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(s)
     if bad.any():
         raise DataContractError(
-            f"score column {name!r} has {int(bad.sum())} missing or infinite value(s) "
-            f"(e.g. {_examples(col[bad])})"
+            f"{what} has {int(bad.sum())} missing or infinite value(s) (e.g. {_examples(col[bad])})"
         )
+    return s
+
+
+def _check_scores(col: pd.Series, name: str, score_type: ScoreType) -> np.ndarray:
+    s = _finite_numbers(col, f"score column {name!r}")
     if score_type == "probability":
         out = (s < 0) | (s > 1)
         if out.any():
