@@ -51,6 +51,36 @@ from fairengine.subgroup_scan.config import SubgroupScanConfig
 DATA_ENGINES = ("auto", "pandas", "stream", "dask", "spark")
 """Values of ``data.engine`` (:class:`DataConfig`)."""
 
+PUBLIC_STORAGE_OPTIONS = frozenset(
+    {"endpoint_url", "anon", "region_name", "use_ssl", "requester_pays", "version_aware"}
+)
+"""``data.storage_options`` keys whose values are written out as they are; every other value
+(keys, secrets, tokens, anything unknown) is written as ``<redacted>``."""
+REDACTED = "<redacted>"
+
+
+def _is_url(path: str) -> bool:
+    """An object-store URL (``s3://…``), not a local path or ``file://``."""
+    head, sep, _ = str(path).partition("://")
+    return bool(sep) and head.isidentifier() and head.lower() not in ("file", "local")
+
+
+def redact_storage_options(options: Any) -> Any:
+    """``options`` with every value replaced by ``<redacted>`` but those of
+    :data:`PUBLIC_STORAGE_OPTIONS` (nested mappings, e.g. ``client_kwargs``, likewise)."""
+    if not isinstance(options, dict):
+        return REDACTED
+    return {
+        k: (
+            redact_storage_options(v)
+            if isinstance(v, dict)
+            else v
+            if k in PUBLIC_STORAGE_OPTIONS and isinstance(v, str | bool | int | float)
+            else REDACTED
+        )
+        for k, v in options.items()
+    }
+
 
 @dataclass
 class DataConfig:
@@ -78,6 +108,13 @@ class DataConfig:
     ``SparkSession`` or a new one on ``spark_master`` (default ``local[*]``), reading
     ``path`` (Parquet or CSV) or the catalog table ``table`` (e.g. a lakehouse
     ``catalog.schema.table``).
+
+    ``path`` may be an object-store URL (``s3://bucket/prefix/*.parquet``, ``gs://``,
+    ``abfs://``), read through fsspec by the ``stream`` and ``dask`` engines;
+    ``storage_options`` are the options of its fsspec filesystem (credentials, ``endpoint_url``;
+    leave them out to use the environment's credentials). They are never written out: the
+    audit's JSON, report and MLflow parameters show ``<redacted>`` for every value but a few
+    harmless ones (:data:`PUBLIC_STORAGE_OPTIONS`).
     """
 
     path: str | None = None
@@ -97,8 +134,14 @@ class DataConfig:
     dask_workers: int = 2
     spark_master: str | None = None
     table: str | None = None
+    storage_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.storage_options and not (self.path and _is_url(self.path)):
+            raise ConfigError(
+                "data.storage_options apply to an object-store URL in data.path (s3://, gs://, "
+                f"abfs://, ...); data.path is {self.path!r}"
+            )
         if self.engine not in DATA_ENGINES:
             raise ConfigError(
                 f"data.engine must be one of {list(DATA_ENGINES)}, got {self.engine!r}"
@@ -495,7 +538,7 @@ class AuditConfig:
             for section, key in (("data", "path"), ("output", "dir"), ("cache", "dir")):
                 part = getattr(cfg, section)
                 value = getattr(part, key)
-                if value and not Path(value).expanduser().is_absolute():
+                if value and not _is_url(value) and not Path(value).expanduser().is_absolute():
                     setattr(part, key, str((base_dir / value).resolve()))
         return cfg
 
@@ -507,9 +550,11 @@ class AuditConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting as plain data; a registered method's section sits beside the built-in
-        ones under ``methods``."""
+        ones under ``methods``; ``data.storage_options`` redacted
+        (:func:`redact_storage_options`): this is what the audit's JSON and MLflow record."""
         out = dataclasses.asdict(self)
         out["methods"].update(out["methods"].pop("registered"))
+        out["data"]["storage_options"] = redact_storage_options(self.data.storage_options)
         return out
 
     def roles(self) -> ColumnRoles:

@@ -41,7 +41,7 @@ from flows.method_steps import cache_root, run_methods, run_methods_from_counts
 from flows.runners import task_runner_for
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
-from tasks.audit_inputs import AuditInputs
+from tasks.audit_inputs import AuditInputs, split_storage_options
 from tasks.caching import validation_cache_options
 from tasks.data import build_dataset, load_data
 from tasks.draw_cache import DRAW_FOLDER, CachedDraws, draw_identity
@@ -144,11 +144,13 @@ def audit_flow(
             progress.report(step, f"finished in {timings[step]:.1f} s")
 
     given = inputs or AuditInputs()
+    if given.storage_options:  # kept out of the recorded parameters (split_storage_options)
+        cfg.data.storage_options = dict(given.storage_options)
     frame: pd.DataFrame | None
-    engine = data_engine(cfg, given.frame is not None)
+    engine = data_engine(cfg, given.frame is not None, given.source)
     if engine in STREAMED_ENGINES:
         streamed = stream_audit_data(
-            cfg, tracking_uri, timed, model_object=given.model, engine=engine
+            cfg, tracking_uri, timed, model_object=given.model, engine=engine, frame=given.source
         )
         counts = streamed.counts
         roles, model_info, frame, model = streamed.roles, streamed.model_info, None, None
@@ -359,6 +361,7 @@ def run_audit(
     """
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
+    config, inputs = split_storage_options(config, inputs)  # credentials: not a parameter
     return audit_flow.with_options(task_runner=runner)(
         config=config, base_dir=base_dir, inputs=inputs
     )

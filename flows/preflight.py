@@ -58,8 +58,10 @@ def preflight(
         raise ConfigError("no scores to audit: set columns.score or model.uri")
     if given.model is not None and (cfg.model.uri or cfg.columns.score):
         raise ConfigError("give either a model object or model.uri/columns.score, not both")
-    if data_engine(cfg, given.frame is not None) in STREAMED_ENGINES:
-        n_rows = preflight_stream(cfg, has_model)
+    if given.storage_options:
+        cfg.data.storage_options = dict(given.storage_options)
+    if data_engine(cfg, given.frame is not None, given.source) in STREAMED_ENGINES:
+        n_rows = preflight_stream(cfg, has_model, given.source)
         return Preflight(cfg, n_rows, _store_check(cfg), [])
     loaded = resolve_data(cfg, given.frame)
     frame, roles = loaded.frame, loaded.roles

@@ -60,6 +60,7 @@ DATA_KEYWORDS = (
     "dask_workers",
     "spark_master",
     "table",
+    "storage_options",
 )
 """Keywords that set ``data.<keyword>`` (how a file is read; ``na_values`` and ``missing`` also
 apply to a DataFrame)."""
@@ -319,9 +320,10 @@ def audit_config(
     score: str | None = None,
     methods: Any = None,
     **settings: Any,
-) -> tuple[dict[str, Any], pd.DataFrame | None, Any]:
-    """The audit config (a YAML's dict), the DataFrame and the model object of an
-    :func:`audit` call; unknown keywords are a :class:`ConfigError` with a did-you-mean."""
+) -> tuple[dict[str, Any], Any, Any]:
+    """The audit config (a YAML's dict), the DataFrame (pandas, Dask or Spark) and the model
+    object of an :func:`audit` call; unknown keywords are a :class:`ConfigError` with a
+    did-you-mean."""
     known = {*COLUMN_KEYWORDS, *DATA_KEYWORDS, *SETTING_KEYWORDS, "model", "methods"}
     for key in settings:
         if key not in known:
@@ -337,18 +339,22 @@ def audit_config(
             value = settings.pop(key)
             columns[key] = [value] if key == "features" and isinstance(value, str) else value
     raw["columns"] = {k: v for k, v in columns.items() if v is not None}
+    from fairengine.streaming.locations import is_url
+    from tasks.stream_data import cluster_frame_engine
+
     data_section = {k: settings.pop(k) for k in DATA_KEYWORDS if k in settings}
-    frame: pd.DataFrame | None = None
-    if isinstance(data, pd.DataFrame):
-        frame = data
+    frame: Any = None
+    if isinstance(data, pd.DataFrame) or cluster_frame_engine(data) is not None:
+        frame = data  # pandas: in memory; Dask or Spark: by its engine
     elif isinstance(data, str | os.PathLike):
-        data_section["path"] = str(Path(data).expanduser().resolve())
+        text = os.fspath(data)
+        data_section["path"] = text if is_url(text) else str(Path(text).expanduser().resolve())
     elif data is None and "table" in data_section:
         pass  # a Spark catalog table (data.table, engine="spark")
     else:
         raise ConfigError(
-            f"data: expected a pandas DataFrame or the path of a CSV/Parquet file, "
-            f"got {type(data).__name__}"
+            "data: expected a pandas, Dask or Spark DataFrame, the path of a CSV/Parquet file, "
+            f"folder or glob, or an object-store URL; got {type(data).__name__}"
         )
     raw["data"] = data_section
     model_object = None
@@ -390,7 +396,11 @@ def audit(
 ) -> AuditResult:
     """Audit a model (or scores in the data) in one call; returns the :class:`AuditResult`.
 
-    ``data``: a pandas DataFrame, or the path of a CSV/Parquet file (read as ``data.path``;
+    ``data``: a pandas DataFrame; a Dask DataFrame (audited by the Dask engine, on the
+    current ``distributed.Client`` if there is one) or a Spark DataFrame (by the Spark engine,
+    on its session); or the path of a CSV/Parquet file, folder or glob, or an object-store URL
+    (``s3://bucket/prefix/*.parquet``, ``storage_options={...}`` for its fsspec filesystem)
+    (read as ``data.path``;
     ``names=``, ``missing="drop"``, ``na_values=``, ``delimiter=``, ``format=``, ``engine=``,
     ``batch_rows=``, ``sample_rows=`` as in the YAML's ``data`` section; ``engine="stream"``
     reads Parquet/CSV files, folders or globs batch by batch, for data larger than memory;
@@ -424,11 +434,16 @@ def audit(
 
         choose_prefect_api()
     from flows.preflight import preflight
-    from tasks.audit_inputs import AuditInputs
+    from tasks.audit_inputs import AuditInputs, split_storage_options
     from tasks.settings import apply_offline_defaults
 
     apply_offline_defaults()
-    inputs = AuditInputs(frame, model_object)
+    if isinstance(frame, pd.DataFrame) or frame is None:
+        inputs = AuditInputs(frame, model_object)
+    else:  # a Dask or Spark DataFrame
+        inputs = AuditInputs(None, model_object, source=frame)
+    raw, carried = split_storage_options(raw, inputs)  # credentials: never a flow parameter
+    inputs = carried or inputs
     checked = preflight(raw, None, inputs)  # the CLI's input checks, before Prefect starts
     if checked.mlflow_down:
         assert checked.store is not None
@@ -537,6 +552,10 @@ def compare(
     if delta is not None:
         settings["comparison"] = {**dict(settings.get("comparison") or {}), "delta": delta}
     raw, frame, _ = audit_config(data, label=label, protected=protected, **settings)
+    if frame is not None and not isinstance(frame, pd.DataFrame):
+        raise ConfigError(
+            f"data: a comparison reads a pandas DataFrame or a file, got {type(frame).__name__}"
+        )
     objects = {}
     uris = {}
     for side, model in (("baseline", baseline), ("candidate", candidate)):

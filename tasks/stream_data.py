@@ -30,6 +30,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.scores import effective_threshold
+from fairengine.streaming.locations import is_url
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 HEAD_ROWS = 1_000
@@ -40,6 +41,11 @@ STREAMED_ENGINES = ("stream", "dask", "spark")
 
 
 def _is_parquet(path: str) -> bool:
+    if is_url(path):  # an object store: a prefix (folder) or a Parquet name or glob
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return not name.endswith((".csv", ".csv.gz")) and (
+            "." not in name or name.endswith(PARQUET_SUFFIXES)
+        )
     p = Path(path)
     if p.is_dir():
         return any(q.suffix in PARQUET_SUFFIXES for q in p.rglob("*"))
@@ -48,12 +54,51 @@ def _is_parquet(path: str) -> bool:
     )
 
 
-def data_engine(cfg: AuditConfig, frame_given: bool) -> str:
+def cluster_frame_engine(source: Any) -> str | None:
+    """``dask`` for a ``dask.dataframe.DataFrame``, ``spark`` for a Spark DataFrame, else None
+    (checked by type name and module, without importing Dask or Spark)."""
+    for cls in type(source).__mro__:
+        module = cls.__module__ or ""
+        if cls.__name__ == "DataFrame" and module.startswith("dask"):
+            return "dask"
+        if cls.__name__ == "DataFrame" and module.startswith("pyspark"):
+            return "spark"
+    return None
+
+
+def data_engine(cfg: AuditConfig, frame_given: bool, source: Any = None) -> str:
     """``pandas``, ``stream``, ``dask`` or ``spark`` for this audit (``data.engine``; ``auto``:
-    stream a folder or glob of Parquet files, and a Parquet file of more than
-    ``data.stream_above_rows`` rows, counted from its metadata)."""
+    stream a folder or glob of Parquet files, an object-store URL, and a Parquet file of more
+    than ``data.stream_above_rows`` rows, counted from its metadata). ``source``: a Dask or
+    Spark DataFrame given from Python, audited by its own engine."""
     engine = cfg.data.engine
+    if source is not None:
+        own = cluster_frame_engine(source)
+        if own is None:
+            raise ConfigError(
+                "data: expected a pandas, Dask or Spark DataFrame or a path, got "
+                f"{type(source).__name__}"
+            )
+        if engine not in ("auto", own):
+            raise ConfigError(
+                f"data.engine: {engine} cannot read a {own.capitalize()} DataFrame; leave "
+                f"engine out (or set engine={own!r}) to audit it with the {own} engine"
+            )
+        if cfg.data.path or cfg.data.table:
+            raise ConfigError(f"data: give a {own.capitalize()} DataFrame or data.path, not both")
+        if cfg.task != "binary":
+            raise ConfigError(
+                f"task {cfg.task} audits of a {own.capitalize()} DataFrame are "
+                "not streamed yet; use a pandas DataFrame"
+            )
+        return own
+    url = bool(cfg.data.path) and is_url(str(cfg.data.path))
     if engine == "pandas":
+        if url:
+            raise ConfigError(
+                f"data.engine: pandas reads local files; the object-store URL "
+                f"{cfg.data.path!r} is read by data.engine: stream or dask (leave engine out)"
+            )
         return "pandas"
     why_not = None
     if frame_given:
@@ -70,6 +115,10 @@ def data_engine(cfg: AuditConfig, frame_given: bool) -> str:
         if why_not:
             raise ConfigError(f"data.engine: {engine} cannot read this audit's data: {why_not}")
         return engine
+    if url:  # the in-memory reader reads local files only
+        if why_not:
+            raise ConfigError(f"the object-store URL {cfg.data.path!r} is streamed: {why_not}")
+        return "stream"
     if why_not or not _is_parquet(str(cfg.data.path)):
         return "pandas"
     path = str(cfg.data.path)
@@ -118,17 +167,18 @@ def stream_audit_data(
     timed: Callable[..., Any],
     model_object: Any = None,
     engine: str = "stream",
+    frame: Any = None,
 ) -> StreamedData:
-    """Open ``data.path`` (or, on Spark, ``data.table``), settle the score source (a score
-    column, or the model on the first rows), make the ``engine``'s pass into the count tables
-    and the sample (module docstring)."""
+    """Open ``data.path`` (or, on Spark, ``data.table``; or the Dask or Spark DataFrame
+    ``frame``), settle the score source (a score column, or the model on the first rows), make
+    the ``engine``'s pass into the count tables and the sample (module docstring)."""
     from fairengine.streaming.sample import WEIGHT_COLUMN
     from fairengine.streaming.stream import MODEL_SCORE_COLUMN
     from tasks.model import resolve_scores
 
     roles = cfg.roles()
     path = str(cfg.data.path) if cfg.data.path else ""
-    source, head_of = _open_source(cfg, engine, roles)
+    source, head_of = _open_source(cfg, engine, roles, frame)
     warnings: list[str] = []
     model_fn = None
     score_type = cfg.score_type
@@ -190,7 +240,7 @@ def stream_audit_data(
         "stream": f"{len(counts.files):,} file(s), {counts.n_batches:,} batch(es) of at most "
         f"{cfg.data.batch_rows:,} rows",
         "dask": f"{len(counts.files):,} file(s) or partition(s) as Dask tasks on "
-        + (cfg.data.dask_address or f"a local cluster of {cfg.data.dask_workers} workers"),
+        + (cfg.data.dask_address or _dask_cluster(cfg, frame)),
         "spark": f"{len(counts.files):,} file(s) or table(s), aggregated by Spark",
     }[engine]
     warnings.append(
@@ -202,8 +252,13 @@ def stream_audit_data(
         + "; FlipTest, individual fairness and mitigation need the rows and do not run; the "
         "cache is not used"
     )
-    if engine == "spark" and cfg.data.table:
+    if frame is not None:
+        kind = f"a {engine.capitalize()} DataFrame"
+        described = {"name": cfg.name or kind, "source": kind}
+    elif engine == "spark" and cfg.data.table:
         described = {"name": cfg.name or cfg.data.table, "source": f"table {cfg.data.table}"}
+    elif is_url(path):
+        described = {"name": cfg.name or path.rstrip("/*").rsplit("/", 1)[-1], "source": path}
     else:
         described = {
             "name": cfg.name or Path(path.rstrip("/*")).name,
@@ -214,18 +269,31 @@ def stream_audit_data(
     )
 
 
+def _dask_cluster(cfg: AuditConfig, frame: Any) -> str:
+    """Where a Dask pass ran when no ``data.dask_address`` was given."""
+    if frame is not None:
+        from fairengine.streaming.dask_engine import current_client
+
+        client = current_client()
+        if client is not None:
+            return f"the current Dask client's scheduler {client.scheduler.address}"
+    return f"a local cluster of {cfg.data.dask_workers} workers"
+
+
 def _open_source(
-    cfg: AuditConfig, engine: str, roles: ColumnRoles
+    cfg: AuditConfig, engine: str, roles: ColumnRoles, frame: Any = None
 ) -> tuple[Any, Callable[[int], pd.DataFrame]]:
     """The engine's source and a function giving its first rows (for settling a model)."""
     if engine == "spark":
         from fairengine.streaming.spark_engine import SparkSource
 
         spark = SparkSource(
-            path=cfg.data.path, table=cfg.data.table, format=cfg.data.format,
-            master=cfg.data.spark_master,
+            frame, path=cfg.data.path, table=cfg.data.table, format=cfg.data.format,
+            master=cfg.data.spark_master, storage_options=cfg.data.storage_options,
         )  # fmt: skip
         return spark, spark.head
+    if frame is not None:  # a Dask DataFrame: its first partitions
+        return frame, lambda n: frame.head(n, npartitions=-1, compute=True)
     from fairengine.streaming import StreamSource
 
     source = StreamSource(
@@ -233,6 +301,7 @@ def _open_source(
         format=cfg.data.format,
         batch_rows=cfg.data.batch_rows,
         dictionary_columns=roles.protected,
+        storage_options=cfg.data.storage_options,
     )
     return source, lambda n: source.dataset.head(n).to_pandas()
 
@@ -244,7 +313,9 @@ def _pass_of(cfg: AuditConfig, engine: str) -> Callable[..., Any]:
         from fairengine.streaming.dask_engine import dask_counts
 
         return functools.partial(
-            dask_counts, address=cfg.data.dask_address, n_workers=cfg.data.dask_workers
+            dask_counts,
+            address=cfg.data.dask_address,
+            n_workers=cfg.data.dask_workers,
         )
     if engine == "spark":
         from fairengine.streaming.spark_engine import spark_counts
@@ -276,11 +347,11 @@ def check_streamed_group_sizes(counts: Any, min_group_size: int) -> None:
             )
 
 
-def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
+def preflight_stream(cfg: AuditConfig, has_model: bool, frame: Any = None) -> int:
     """The checks a streamed audit can make before it starts: the source opens, and every role
     column (and listed feature) is in its schema; returns the row count from the files'
-    metadata (a Spark table: its row count from Spark). Each file's own schema is checked when
-    the pass reaches it."""
+    metadata (a Spark table: its row count from Spark; a Dask or Spark DataFrame: 0, not
+    counted before the pass). Each file's own schema is checked when the pass reaches it."""
     from fairengine.streaming import StreamSource
 
     roles = cfg.roles()
@@ -292,12 +363,23 @@ def preflight_stream(cfg: AuditConfig, has_model: bool) -> int:
             raise ConfigError("no scores to audit: set columns.score or model.uri")
         needed.append(roles.score)
     needed += list(cfg.columns.features or ())
+    if frame is not None:
+        have = list(frame.columns)
+        missing = [c for c in dict.fromkeys(needed) if c not in have]
+        if missing:
+            kind = (cluster_frame_engine(frame) or "the").capitalize()
+            raise DataContractError(
+                f"the {kind} DataFrame has no column(s) {missing}; it has {have}"
+            )
+        return 0
     if cfg.data.engine == "spark" and cfg.data.table:
         from fairengine.streaming.spark_engine import SparkSource
 
         table = SparkSource(table=cfg.data.table, master=cfg.data.spark_master)
         table.check_columns(list(dict.fromkeys(needed)))
         return table.count()
-    source = StreamSource(str(cfg.data.path), format=cfg.data.format)
+    source = StreamSource(
+        str(cfg.data.path), format=cfg.data.format, storage_options=cfg.data.storage_options
+    )
     source.expected_types(list(dict.fromkeys(needed)))
     return int(source.dataset.count_rows())

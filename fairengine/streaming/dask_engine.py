@@ -26,7 +26,8 @@ row offset in the partition: the sample depends on the frame's partitioning (not
 workers or the reduction).
 
 **Cluster.** ``client`` (a ``distributed.Client``) or ``address`` (a scheduler's, e.g.
-``tcp://scheduler:8786``); neither: a ``LocalCluster`` of ``n_workers`` processes is started for
+``tcp://scheduler:8786``); neither: for a DataFrame, the current client (the one its data may
+live on) when there is one; else a ``LocalCluster`` of ``n_workers`` processes is started for
 the pass and closed after. Tasks get ``retries`` retries (a worker lost mid-pass: its tasks run
 again elsewhere). Dask retries every failed task, a contract error too (reading one bad file
 again is cheap); the :class:`~fairengine.errors.DataContractError` is then raised on the client
@@ -39,7 +40,7 @@ import contextlib
 import copy
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -144,6 +145,7 @@ def dask_counts(
     format: str | None = None,
     split_every: int = 8,
     retries: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> StreamedCounts:
     """:func:`fairengine.streaming.stream_counts` on a Dask cluster (module docstring).
@@ -151,7 +153,8 @@ def dask_counts(
     Parameters
     ----------
     source : a ``dask.dataframe.DataFrame``, a :class:`StreamSource`, or what opens one (a
-        Parquet file, folder, glob or list of files, a CSV glob).
+        Parquet file, folder, glob or list of files, a CSV glob; local, or an object-store URL
+        with ``storage_options``, read by each worker through fsspec).
     client, address, n_workers : the cluster (:func:`dask_client`).
     split_every : fan-in of the reduction tree.
     retries : how often a task is re-run when its worker is lost.
@@ -170,6 +173,8 @@ def dask_counts(
     tasks: list[Delayed]
     shared_plan = delayed(plan, traverse=False)  # one key in the graph: the model shipped once
     if _is_dask_frame(source):
+        if client is None and not address:
+            client = current_client()
         missing = [c for c in plan.columns if c not in source.columns]
         if missing:
             raise DataContractError(
@@ -187,7 +192,11 @@ def dask_counts(
             source
             if isinstance(source, StreamSource)
             else StreamSource(
-                source, format=format, batch_rows=batch_rows, dictionary_columns=roles.protected
+                source,
+                format=format,
+                batch_rows=batch_rows,
+                dictionary_columns=roles.protected,
+                storage_options=storage_options,
             )
         )
         expected = src.expected_types(list(plan.columns))
@@ -218,6 +227,18 @@ def dask_counts(
     return plan.finish(
         folder, reservoir, files=files, n_batches=n_batches, started=started, engine="dask"
     )
+
+
+def current_client() -> Any:
+    """The current ``distributed.Client`` (a notebook's), or None."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:  # no client
+        return None
 
 
 def _is_dask_frame(source: Any) -> bool:

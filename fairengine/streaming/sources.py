@@ -1,7 +1,9 @@
 """Where a streamed audit's rows come from: Parquet or CSV files, read in record batches.
 
 A source is a Parquet file, a directory (hive-partitioned ``key=value`` folders included), a
-glob or a list of paths, or a CSV glob; it is opened as a :mod:`pyarrow.dataset` and read one
+glob or a list of paths, or a CSV glob, on local disk or in an object store
+(``s3://bucket/prefix/*.parquet`` with ``storage_options``, through fsspec: :mod:`.locations`);
+it is opened as a :mod:`pyarrow.dataset` and read one
 file (fragment) at a time, in record batches of at most ``batch_rows`` rows, with the columns
 projected to the ones the audit reads. Before a file is read its schema is checked against the
 expected one (the first file's type of every column read): a missing column or a different
@@ -12,16 +14,17 @@ sample) is reproducible.
 
 from __future__ import annotations
 
-import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from fairengine.errors import DataContractError
+from fairengine.streaming.locations import expand, file_versions, url
 
 #: Rows per record batch unless the caller says otherwise.
 DEFAULT_BATCH_ROWS = 1 << 20
@@ -45,32 +48,20 @@ class Batch:
         return f"{self.file}, batch {self.index}"
 
 
-def _expand(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
-    """The paths of ``path``: a list as given, a glob expanded (sorted), a file or folder as is."""
-    if isinstance(path, str | os.PathLike):
-        text = os.fspath(path)
-        if any(ch in text for ch in "*?["):
-            found = sorted(glob.glob(text, recursive=True))
-            if not found:
-                raise DataContractError(f"no file matches {text!r}")
-            return found
-        if not os.path.exists(text):
-            raise DataContractError(f"the data path {text!r} does not exist")
-        return [text]
-    paths = [os.fspath(p) for p in path]
-    if not paths:
-        raise DataContractError("the data source lists no files")
-    return paths
-
-
-def _format_of(paths: list[str], fmt: str | None) -> str:
+def _format_of(paths: list[str], fmt: str | None, fs: Any = None) -> str:
     if fmt is not None:
         if fmt not in ("parquet", "csv"):
             raise DataContractError(f"format must be 'parquet' or 'csv', got {fmt!r}")
         return fmt
     first = paths[0]
-    if os.path.isdir(first):
+    if fs is None and os.path.isdir(first):
         return "csv" if any(Path(first).rglob("*.csv")) else "parquet"
+    if fs is not None and fs.isdir(first):
+        return (
+            "csv"
+            if any(str(p).endswith((".csv", ".csv.gz")) for p in fs.find(first))
+            else ("parquet")
+        )
     return "csv" if first.endswith((".csv", ".csv.gz")) else "parquet"
 
 
@@ -85,6 +76,8 @@ class StreamSource:
     batch_rows : the most rows of one record batch (memory is bounded by it).
     dictionary_columns : Parquet text columns to read dictionary-encoded (the protected
         attributes: their values are then decoded once per data page, not once per row).
+    storage_options : for an object-store URL (``s3://bucket/prefix/*.parquet``), the options
+        of its fsspec filesystem (:mod:`.locations`); never shown in messages.
     """
 
     def __init__(
@@ -94,14 +87,17 @@ class StreamSource:
         format: str | None = None,
         batch_rows: int = DEFAULT_BATCH_ROWS,
         dictionary_columns: Sequence[str] = (),
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
             raise DataContractError(f"batch_rows must be a positive integer, got {batch_rows!r}")
-        self.paths = _expand(path)
-        self.format = _format_of(self.paths, format)
+        self.filesystem, self.protocol, self.paths = expand(path, storage_options)
+        fs = self.filesystem
+        self.format = _format_of(self.paths, format, fs)
         self.batch_rows = batch_rows
+        isdir = os.path.isdir if fs is None else fs.isdir
         hive = any("=" in part for p in self.paths for part in Path(p).parts) or any(
-            os.path.isdir(p) for p in self.paths
+            isdir(p) for p in self.paths
         )
         file_format: str | ds.FileFormat = self.format
         if self.format == "parquet" and dictionary_columns:
@@ -113,18 +109,37 @@ class StreamSource:
                 self.paths if len(self.paths) > 1 else self.paths[0],
                 format=file_format,
                 partitioning="hive" if hive else None,
+                filesystem=fs,
             )
         except (pa.ArrowInvalid, OSError) as exc:
-            raise DataContractError(
-                f"cannot open the data source {self.paths[:3]}: {exc}"
-            ) from None
+            raise DataContractError(f"cannot open the data source {self.urls[:3]}: {exc}") from None
         self.fragments = sorted(self.dataset.get_fragments(), key=lambda f: f.path)
         if not self.fragments:
-            raise DataContractError(f"the data source {self.paths[:3]} holds no files")
+            raise DataContractError(f"the data source {self.urls[:3]} holds no files")
         self._root = os.path.commonpath([os.path.dirname(f.path) for f in self.fragments])
         self.partition_columns = tuple(
             name for name in self.dataset.schema.names if name not in self._file_columns(0)
         )
+
+    @property
+    def urls(self) -> list[str]:
+        """The source's paths as given (with the protocol of an object store)."""
+        return [url(self.protocol, p) for p in self.paths]
+
+    @property
+    def base(self) -> str:
+        """The folder above the files' first ``key=value`` (hive partition) folder: where a
+        reader that discovers partitions from the paths (Spark's ``basePath``) starts."""
+        parts = Path(self._root).parts
+        for i, part in enumerate(parts):
+            if "=" in part:
+                return str(Path(*parts[:i])) if i else ""
+        return self._root
+
+    def versions(self) -> list[tuple[str, int | None, str]]:
+        """``(path, size, version)`` of every file, in read order (the cache key of a
+        streamed source: :func:`fairengine.streaming.locations.file_versions`)."""
+        return file_versions(self.filesystem, [f.path for f in self.fragments])
 
     @property
     def root(self) -> str:

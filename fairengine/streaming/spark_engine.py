@@ -5,7 +5,12 @@ tables as Spark aggregations, collected into the same
 **Source** (:class:`SparkSource`): a Spark DataFrame the caller gives, a catalog table
 (``spark.table(name)``: a Hive, Delta, Iceberg or Unity Catalog table the session knows), or
 Parquet/CSV paths read by Spark; on the given ``SparkSession``, the active one, or a new one on
-``master`` (default ``local[*]``).
+``master`` (default ``local[*]``). A glob over hive-partitioned folders
+(``data/region=*/*.parquet``) is read with Spark's ``basePath`` set to the folder above the
+first ``key=value`` one, so the partition columns are kept, as the stream keeps them.
+Object-store URLs are passed to Spark as they are: Spark reads them through its own Hadoop
+connectors (``s3a://`` needs ``hadoop-aws`` and ``spark.hadoop.fs.s3a.*``), not fsspec; the
+footers are checked through fsspec with ``storage_options``.
 
 **Contract.** For files, every file's footer is checked first (missing column, another type:
 :meth:`fairengine.streaming.sources.StreamSource.check_file`, no row read). Then one Spark
@@ -39,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -56,6 +61,7 @@ from fairengine.streaming.batches import (
     fold_plan,
 )
 from fairengine.streaming.contract import check_scores
+from fairengine.streaming.locations import url
 from fairengine.streaming.sample import WEIGHT_COLUMN, StratifiedSample, allocation_level
 from fairengine.streaming.scoring import model_scores
 from fairengine.streaming.sources import StreamSource
@@ -96,6 +102,7 @@ class SparkSource:
         format: str | None = None,
         session: Any = None,
         master: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         given = [frame is not None, bool(path), bool(table)]
         if sum(given) != 1:
@@ -119,13 +126,32 @@ class SparkSource:
                 self.name = f"table {table}"
             else:
                 assert path is not None
-                self.files = StreamSource(path, format=format)
-                paths = [os.path.abspath(p) for p in self.files.paths]
+                self.files = files = StreamSource(
+                    path, format=format, storage_options=storage_options
+                )
+                local = files.protocol is None
+                paths = [os.path.abspath(p) for p in files.paths] if local else files.urls
                 reader = self.session.read
-                if self.files.format == "csv":
-                    self.frame = reader.csv(paths, header=True, inferSchema=True)
-                else:
-                    self.frame = reader.parquet(*paths)
+                if files.partition_columns:  # hive folders below the files' common base
+                    base = os.path.abspath(files.base) if local else url(files.protocol, files.base)
+                    reader = reader.option("basePath", base)
+                try:
+                    if files.format == "csv":
+                        self.frame = reader.csv(paths, header=True, inferSchema=True)
+                    else:
+                        self.frame = reader.parquet(*paths)
+                except Exception as exc:  # AnalysisException, Py4JJavaError: no such scheme
+                    hint = (
+                        ""
+                        if local
+                        else "; Spark reads object stores through its own Hadoop connectors "
+                        "(s3a:// needs hadoop-aws on the session's classpath and its "
+                        "spark.hadoop.fs.s3a.* settings; data.storage_options are not passed "
+                        "to Spark)"
+                    )
+                    raise ClusterError(
+                        f"Spark cannot read {files.urls[0]!r}: {_first_line(exc)}{hint}"
+                    ) from None
                 self.name = "the files"
 
     @property
@@ -154,7 +180,10 @@ class SparkSource:
         """A file's name in messages (relative to the source's folder), from Spark's URI."""
         if self.files is None or not uri:
             return self.name
-        path = unquote(urlparse(uri).path) if "://" in uri else uri
+        parsed = urlparse(uri)
+        path = unquote(parsed.path) if "://" in uri else uri
+        if self.files.protocol is not None:  # bucket/key, as fsspec names it
+            path = f"{parsed.netloc}{unquote(parsed.path)}"
         root = self.files.root
         return os.path.relpath(path, root) if root else path
 
@@ -167,13 +196,16 @@ def spark_counts(
     master: str | None = None,
     batch_rows: int = 10_000,
     format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> StreamedCounts:
     """:func:`fairengine.streaming.stream_counts` on Spark (module docstring).
 
     Parameters
     ----------
-    source : a :class:`SparkSource`, a Spark DataFrame, or Parquet/CSV paths.
+    source : a :class:`SparkSource`, a Spark DataFrame, or Parquet/CSV paths (an object-store
+        URL as Spark's Hadoop connectors read it; ``storage_options`` for fsspec's look at the
+        footers).
     session, master : the Spark session (:func:`spark_session`).
     batch_rows : rows per Arrow batch of ``mapInPandas`` (when a model or a raw score is
         turned into probabilities in Python).
@@ -185,7 +217,7 @@ def spark_counts(
 
     started = time.perf_counter()
     plan = fold_plan(roles, **options)
-    src = _source(source, session, master, format)
+    src = _source(source, session, master, format, storage_options)
     src.check_columns(list(plan.columns))
     df = src.frame.select(*[F.col(f"`{c}`") for c in plan.columns]).withColumn(
         FILE_COLUMN, F.input_file_name()
@@ -222,11 +254,20 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _source(source: Any, session: Any, master: str | None, format: str | None) -> SparkSource:
+def _source(
+    source: Any,
+    session: Any,
+    master: str | None,
+    format: str | None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> SparkSource:
     if isinstance(source, SparkSource):
         return source
     if isinstance(source, str | os.PathLike | list | tuple):
-        return SparkSource(path=source, format=format, session=session, master=master)
+        return SparkSource(
+            path=source, format=format, session=session, master=master,
+            storage_options=storage_options,
+        )  # fmt: skip
     from pyspark.sql import DataFrame
 
     if isinstance(source, DataFrame):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fairengine.roles import ColumnRoles
@@ -36,13 +36,15 @@ def stream_counts(
     sample_columns: Sequence[str] | None = None,
     seed: int = 0,
     format: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> StreamedCounts:
     """Stream ``source`` once and return its :class:`StreamedCounts`.
 
     Parameters
     ----------
     source : a :class:`StreamSource` or what opens one (a Parquet file, folder, glob, list of
-        files, or a CSV glob).
+        files, or a CSV glob; local, or an object-store URL such as ``s3://bucket/data/`` with
+        ``storage_options`` for its fsspec filesystem).
     roles, score_type, threshold, positive_label : as
         :meth:`fairengine.dataset.AuditDataset.from_frame`.
     model : scores each batch when ``roles.score`` is None (:mod:`.scoring`); ``features`` are
@@ -70,7 +72,11 @@ def stream_counts(
         source
         if isinstance(source, StreamSource)
         else StreamSource(
-            source, format=format, batch_rows=batch_rows, dictionary_columns=roles.protected
+            source,
+            format=format,
+            batch_rows=batch_rows,
+            dictionary_columns=roles.protected,
+            storage_options=storage_options,
         )
     )
     folder = plan.folder()
