@@ -55,6 +55,7 @@ from tasks.stream_data import (
     StreamedData,
     check_streamed_group_sizes,
     data_engine,
+    pass_step,
     stream_audit_data,
 )
 from tasks.validate import validate_data
@@ -150,8 +151,11 @@ def audit_flow(
     engine = data_engine(cfg, given.frame is not None, given.source)
     if engine in STREAMED_ENGINES:
         streamed = stream_audit_data(
-            cfg, tracking_uri, timed, model_object=given.model, engine=engine, frame=given.source
-        )
+            cfg, tracking_uri, timed, model_object=given.model, engine=engine,
+            frame=given.source, cache_dir=cache_root(cfg),
+        )  # fmt: skip
+        if streamed.cached:  # reused: no pass in this run
+            timings[f"{pass_step(engine)} (cached)"] = timings.pop(pass_step(engine))
         counts = streamed.counts
         roles, model_info, frame, model = streamed.roles, streamed.model_info, None, None
         input_warnings = list(streamed.warnings)

@@ -28,7 +28,7 @@ from fairengine.library_threads import concurrent_tasks_single_threaded, single_
 from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
 from fairengine.results import MethodResult
-from tasks.caching import method_cache_policy
+from tasks.caching import counts_cache_policy, counts_identity, method_cache_policy
 from tasks.method_task import counts_method_task, method_task, store_folder
 from tasks.settings import default_cache_dir
 
@@ -179,9 +179,20 @@ def run_methods_from_counts(
     """The methods of a streamed audit, in report order: those with a count-table path
     (``MethodSpec.run_counts``) run from ``counts`` (``sample``: the stratified sample as a
     dataset, for their parts that need rows), submitted together; the others are ``not_run``
-    with the reason. A method that raises is recorded as ``failed``."""
+    with the reason. A method that raises is recorded as ``failed``. With the cache on, each
+    step is cached by the content of ``counts`` and ``sample``
+    (:func:`tasks.caching.counts_identity`), its parameters and the code."""
     results: dict[str, MethodResult] = {}
     submitted: dict[str, tuple[Any, float]] = {}
+    root = cache_root(cfg)
+    cache_options: dict[str, Any] = {}
+    if root is not None:  # keyed by the content of the count tables and the sample
+        cache_options = {
+            "cache_policy": counts_cache_policy(counts_identity(counts, sample), root / "keys"),
+            "persist_result": True,
+            "result_storage": root / "results",
+            "cache_expiration": timedelta(days=cfg.cache.expiration_days),
+        }
     for spec in METHODS:
         params = method_config(cfg, spec.name)
         reason = None
@@ -194,7 +205,7 @@ def run_methods_from_counts(
         if reason is not None:
             results[spec.name] = MethodResult(spec.name, spec.title, "not_run", reason=reason)
             continue
-        task = counts_method_task.with_options(name=spec.name)
+        task = counts_method_task.with_options(name=spec.name, **cache_options)
         progress.report(spec.name, "started")
         future = task.submit(counts, spec.name, params, seed=cfg.seed, sample=sample)
         submitted[spec.name] = (future, time.perf_counter())
@@ -209,6 +220,10 @@ def run_methods_from_counts(
             results[name] = MethodResult(
                 name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
             )
+        if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
+            timings[f"{name} (cached)"] = 0.0
+            progress.report(name, "finished (cached result reused)")
+            continue
         own = results[name].seconds
         timings[name] = round(
             own if own is not None else time.perf_counter() - submitted[name][1], 4

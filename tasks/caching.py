@@ -14,6 +14,16 @@ of these are unchanged:
 
 Changing one method's parameters changes only that step's key, so only it is recomputed.
 
+A **streamed audit** (``data.engine: stream``, ``dask``, ``spark``) cannot fingerprint its data
+by content short of reading it, so the pass itself is keyed by what identifies the files
+without reading them (:func:`streamed_source_identity`): every file's path, size and version
+(modification time of a local file; ``ETag``/``VersionId``/``generation`` of an object), the
+engine, the settings of the pass (roles, score type, threshold, positive label, features,
+batch and sample sizes, seed), the model's identity and the code. A re-run on unchanged files
+reuses the pass's count tables and sample; a changed, added or removed file gives another key.
+Its method steps are keyed like the in-memory ones, with the content of the count tables and
+the sample (:func:`counts_identity`) as the data's identity.
+
 Data validation (Great Expectations, :func:`tasks.validate.validate_data`) is cached the same
 way, with :func:`validation_cache_options` (``flows/audit.py``): its key is the content
 fingerprint of the validated table (every column, scores included), the column roles, the
@@ -32,6 +42,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from prefect.cache_policies import TASK_SOURCE, CachePolicy
 
@@ -83,12 +94,113 @@ def model_identity(model_info: dict[str, Any]) -> str:
     return json.dumps({k: model_info.get(k) for k in keys}, sort_keys=True, default=str)
 
 
+def streamed_source_identity(
+    engine: str, source: Any, settings: dict[str, Any], model_info: dict[str, Any]
+) -> str | None:
+    """The identity of a streamed pass over files (module docstring): ``source`` a
+    :class:`fairengine.streaming.StreamSource` or a Spark source reading files; ``None`` for a
+    source without file versions (a Dask or Spark DataFrame, a catalog table)."""
+    files = getattr(source, "files", None)  # SparkSource: its StreamSource of the files, if any
+    stream = source if hasattr(source, "versions") else files
+    if stream is None or not hasattr(stream, "versions"):
+        return None
+    return json.dumps(
+        {
+            "engine": engine,
+            "protocol": stream.protocol,
+            "format": stream.format,
+            "files": stream.versions(),
+            "settings": to_jsonable(settings),
+            "model": model_identity(model_info),
+            "code": module_source_hash("tasks.stream_data"),
+        },
+        sort_keys=True,
+        default=str,
+    )
+
+
+def counts_identity(counts: Any, sample: AuditDataset | None) -> str:
+    """Content identity of a streamed audit's count tables
+    (:class:`fairengine.streaming.StreamedCounts`: every grid and histogram array, the
+    categories and the settings) and of its stratified sample (every column, the design
+    weights included), for the keys of the method steps."""
+    h = hashlib.sha256()
+    head = {
+        "roles": counts.roles.to_dict(),
+        "categories": {a: list(c) for a, c in counts.categories.items()},
+        "n_rows": counts.n_rows,
+        "score_type": counts.score_type,
+        "threshold": counts.threshold,
+        "positive_label": str(counts.positive_label),
+        "weighted": counts.weighted,
+        "has_scores": counts.has_scores,
+        "bins": counts.bins,
+        "label_rate": counts.label_rate,
+    }
+    h.update(json.dumps(head, sort_keys=True, default=str).encode())
+    arrays = [(f"grid.{k}", counts.grid[k]) for k in sorted(counts.grid)]
+    arrays += [("hist_w", counts.hist_w), ("hist_w2", counts.hist_w2)]
+    for name, arr in arrays:
+        h.update(name.encode())
+        if arr is not None:
+            a = np.ascontiguousarray(arr)
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(a.tobytes())
+    drawn = counts.sample
+    if drawn is not None:
+        h.update(f"sample {drawn.sample_rows} {drawn.level} {drawn.seed}".encode())
+        h.update(frame_fingerprint(drawn.frame, list(drawn.frame.columns)).encode())
+        h.update(frame_fingerprint(drawn.strata, list(drawn.strata.columns)).encode())
+    if sample is not None:
+        h.update(dataset_identity(sample).encode())
+    return h.hexdigest()
+
+
+@dataclass
+class IdentityPolicy(CachePolicy):
+    """Key = a precomputed identity (:func:`streamed_source_identity`) + the engine source
+    hash; the task's inputs (the source, the model) are covered by the identity."""
+
+    identity: str = ""
+
+    def compute_key(
+        self,
+        task_ctx: Any,
+        inputs: dict[str, Any],
+        flow_parameters: dict[str, Any],
+        **kwargs: Any,
+    ) -> str | None:
+        h = hashlib.sha256(self.identity.encode())
+        h.update(engine_source_hash().encode())
+        return h.hexdigest()
+
+
+def streamed_pass_cache_options(
+    identity: str | None, root: Path | None, expiration_days: float = 30.0
+) -> dict[str, Any]:
+    """``Task.with_options`` keywords that cache a streamed pass under ``root`` by
+    ``identity``; ``{}`` when either is ``None`` (cache off, or a source without file
+    versions)."""
+    if root is None or identity is None:
+        return {}
+    policy = IdentityPolicy(identity=identity) + TASK_SOURCE
+    return {
+        "cache_policy": policy.configure(key_storage=root / "keys"),
+        "persist_result": True,
+        "result_storage": root / "results",
+        "cache_expiration": timedelta(days=expiration_days),
+    }
+
+
 @dataclass
 class AuditStepPolicy(CachePolicy):
-    """Key = data identity + model identity + the step's other inputs + engine source hash."""
+    """Key = data identity + model identity + the step's other inputs + engine source hash.
+    The inputs named in ``covered`` (besides any :class:`AuditDataset` and the model) are
+    covered by the data identity and left out."""
 
     data: str = ""
     model: str = ""
+    covered: tuple[str, ...] = ()
 
     def compute_key(
         self,
@@ -102,7 +214,7 @@ class AuditStepPolicy(CachePolicy):
             h.update(part.encode())
         for name in sorted(inputs):
             value = inputs[name]
-            if isinstance(value, AuditDataset) or name in MODEL_ARGUMENTS:
+            if isinstance(value, AuditDataset) or name in MODEL_ARGUMENTS or name in self.covered:
                 continue  # covered by the data and model identities
             h.update(name.encode())
             h.update(json.dumps(to_jsonable(value), sort_keys=True).encode())
@@ -114,6 +226,14 @@ def method_cache_policy(
 ) -> CachePolicy:
     """The cache policy of a method step: :class:`AuditStepPolicy` plus the task's source."""
     policy = AuditStepPolicy(data=dataset_identity(dataset), model=model_identity(model_info))
+    return (policy + TASK_SOURCE).configure(key_storage=key_storage)
+
+
+def counts_cache_policy(data_identity: str, key_storage: Path) -> CachePolicy:
+    """The cache policy of a streamed audit's method step: :class:`AuditStepPolicy` with the
+    count tables' and sample's content (:func:`counts_identity`) as the data identity (the
+    model's scores are in the counts), plus the task's source."""
+    policy = AuditStepPolicy(data=data_identity, covered=("counts", "sample"))
     return (policy + TASK_SOURCE).configure(key_storage=key_storage)
 
 

@@ -7,8 +7,11 @@ a Spark session (:mod:`fairengine.streaming.spark_engine`).
 
 A model is settled on the first rows of the source exactly as for an in-memory audit
 (:func:`tasks.model.resolve_scores`: the same score source, model input and handles), then scores
-each batch through the handles' ``predict_proba``. The cache is not used: a streamed source has
-no content fingerprint short of reading it (the count tables get one, shown in the report).
+each batch through the handles' ``predict_proba``. A streamed source has no content fingerprint
+short of reading it (the count tables get one, shown in the report): with the cache on, a pass
+over files is cached by every file's path, size and version plus the pass's settings and the
+model (:func:`tasks.caching.streamed_source_identity`), and the method steps by the count
+tables' content.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
@@ -31,6 +36,8 @@ from fairengine.errors import ConfigError, DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.scores import effective_threshold
 from fairengine.streaming.locations import is_url
+from fairengine.streaming.sources import cluster_frame_engine
+from tasks.caching import streamed_pass_cache_options, streamed_source_identity
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 HEAD_ROWS = 1_000
@@ -52,18 +59,6 @@ def _is_parquet(path: str) -> bool:
     return p.suffix in PARQUET_SUFFIXES or str(path).endswith(
         tuple(f"*{s}" for s in PARQUET_SUFFIXES)
     )
-
-
-def cluster_frame_engine(source: Any) -> str | None:
-    """``dask`` for a ``dask.dataframe.DataFrame``, ``spark`` for a Spark DataFrame, else None
-    (checked by type name and module, without importing Dask or Spark)."""
-    for cls in type(source).__mro__:
-        module = cls.__module__ or ""
-        if cls.__name__ == "DataFrame" and module.startswith("dask"):
-            return "dask"
-        if cls.__name__ == "DataFrame" and module.startswith("pyspark"):
-            return "spark"
-    return None
 
 
 def data_engine(cfg: AuditConfig, frame_given: bool, source: Any = None) -> str:
@@ -146,6 +141,8 @@ class StreamedData:
     model_info: dict[str, Any]
     source: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    cached: bool = False
+    """Whether the pass's results came from the cache (unchanged files)."""
 
     def fingerprint(self) -> str:
         """SHA-256 of the count tables (categories and every grid array): the content the
@@ -168,10 +165,13 @@ def stream_audit_data(
     model_object: Any = None,
     engine: str = "stream",
     frame: Any = None,
+    cache_dir: Path | None = None,
 ) -> StreamedData:
     """Open ``data.path`` (or, on Spark, ``data.table``; or the Dask or Spark DataFrame
     ``frame``), settle the score source (a score column, or the model on the first rows), make
-    the ``engine``'s pass into the count tables and the sample (module docstring)."""
+    the ``engine``'s pass into the count tables and the sample (module docstring). With
+    ``cache_dir`` (the audit's cache) a pass over files is cached by their sizes and versions
+    (:func:`tasks.caching.streamed_source_identity`)."""
     from fairengine.streaming.sample import WEIGHT_COLUMN
     from fairengine.streaming.stream import MODEL_SCORE_COLUMN
     from tasks.model import resolve_scores
@@ -209,20 +209,45 @@ def stream_audit_data(
             "score_source": ScoreSource.from_data_column(roles.score, cfg.score_type).to_dict(),
         }
         features = list(roles.features or ())
-    counts = timed(
-        f"{engine}_data" if engine != "stream" else "stream_data",
-        _pass_of(cfg, engine),
-        source,
-        stream_roles,
-        score_type=score_type,
-        threshold=effective_threshold(score_type, cfg.threshold),
-        positive_label=cfg.positive_label,
-        model=model_fn,
-        features=features,
-        batch_rows=cfg.data.batch_rows,
-        sample_rows=cfg.data.sample_rows,
-        seed=cfg.seed,
+    threshold = effective_threshold(score_type, cfg.threshold)
+    step = pass_step(engine)
+    settings = {
+        "roles": stream_roles.to_dict(),
+        "score_type": score_type,
+        "threshold": threshold,
+        "positive_label": str(cfg.positive_label),
+        "features": features,
+        "batch_rows": cfg.data.batch_rows,
+        "sample_rows": cfg.data.sample_rows,
+        "seed": cfg.seed,
+        "format": cfg.data.format,
+    }
+    identity = (
+        streamed_source_identity(engine, source, settings, model_info)
+        if cache_dir is not None
+        else None
     )
+    arguments = {
+        "score_type": score_type,
+        "threshold": threshold,
+        "positive_label": cfg.positive_label,
+        "model": model_fn,
+        "features": features,
+        "batch_rows": cfg.data.batch_rows,
+        "sample_rows": cfg.data.sample_rows,
+        "seed": cfg.seed,
+    }
+    cached = False
+    if identity is None:  # cache off, or a DataFrame or table: no file versions to key on
+        counts = timed(step, _pass_of(cfg, engine), source, stream_roles, **arguments)
+    else:
+        options = streamed_pass_cache_options(identity, cache_dir, cfg.cache.expiration_days)
+        run = streamed_pass.with_options(name=step.replace("_", "-"), **options)
+        state = timed(
+            step, run, _pass_of(cfg, engine), source, stream_roles, return_state=True, **arguments
+        )
+        counts = state.result()
+        cached = state.name == "Cached"
     sample = sample_frame = None
     sample_roles = stream_roles
     if counts.sample is not None and counts.sample.n_rows:
@@ -249,8 +274,17 @@ def stream_audit_data(
         "proportion permutation tests and intersectional ε are computed from exact counts over "
         "all rows; tests that need rows "
         + (counts.sample.describe() if counts.sample is not None else "are skipped")
-        + "; FlipTest, individual fairness and mitigation need the rows and do not run; the "
-        "cache is not used"
+        + "; FlipTest, individual fairness and mitigation need the rows and do not run"
+        + (
+            ""
+            if cache_dir is None
+            else "; the pass's results were reused from the cache (the files are unchanged)"
+            if cached
+            else "; the pass is cached by the files' sizes and versions"
+            if identity is not None
+            else "; the pass is not cached (a DataFrame or table has no file versions to key "
+            "on), the methods' results are (by the count tables' content)"
+        )
     )
     if frame is not None:
         kind = f"a {engine.capitalize()} DataFrame"
@@ -265,8 +299,28 @@ def stream_audit_data(
             "source": os.path.abspath(path) if not any(c in path for c in "*?[") else path,
         }
     return StreamedData(
-        counts, sample, sample_frame, sample_roles, stream_roles, model_info, described, warnings
+        counts,
+        sample,
+        sample_frame,
+        sample_roles,
+        stream_roles,
+        model_info,
+        described,
+        warnings,
+        cached=cached,
     )
+
+
+def pass_step(engine: str) -> str:
+    """The name of an engine's pass in the audit's timings (``stream_data``, ``dask_data``)."""
+    return f"{engine}_data"
+
+
+@task(name="stream-data", cache_policy=NO_CACHE)
+def streamed_pass(run: Callable[..., Any], source: Any, roles: ColumnRoles, **kwargs: Any) -> Any:
+    """The engine's pass ``run(source, roles, **kwargs)`` as a Prefect task, so that it can be
+    cached (:func:`tasks.caching.streamed_pass_cache_options`)."""
+    return run(source, roles, **kwargs)
 
 
 def _dask_cluster(cfg: AuditConfig, frame: Any) -> str:

@@ -225,3 +225,15 @@ class StreamSource:
 def _value_type(typ: pa.DataType) -> pa.DataType:
     """The type of the values (a dictionary-encoded column's value type)."""
     return typ.value_type if pa.types.is_dictionary(typ) else typ
+
+
+def cluster_frame_engine(source: Any) -> str | None:
+    """``dask`` for a ``dask.dataframe.DataFrame``, ``spark`` for a Spark DataFrame, else None
+    (checked by class name and module, without importing Dask or Spark)."""
+    for cls in type(source).__mro__:
+        module = cls.__module__ or ""
+        if cls.__name__ == "DataFrame" and module.startswith("dask"):
+            return "dask"
+        if cls.__name__ == "DataFrame" and module.startswith("pyspark"):
+            return "spark"
+    return None
