@@ -48,11 +48,6 @@ STREAMED_ENGINES = ("stream", "dask", "spark")
 
 
 def _is_parquet(path: str) -> bool:
-    if is_url(path):  # an object store: a prefix (folder) or a Parquet name or glob
-        name = path.rstrip("/").rsplit("/", 1)[-1]
-        return not name.endswith((".csv", ".csv.gz")) and (
-            "." not in name or name.endswith(PARQUET_SUFFIXES)
-        )
     p = Path(path)
     if p.is_dir():
         return any(q.suffix in PARQUET_SUFFIXES for q in p.rglob("*"))

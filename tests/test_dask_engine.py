@@ -132,6 +132,28 @@ def test_a_dask_audit_gives_the_pandas_findings(small, cluster, session_tmp) -> 
     )
 
 
+def test_a_dask_dataframe_given_to_the_audit_runs_on_the_current_client(
+    small, client, session_tmp
+) -> None:
+    table, _ = small
+    settings = _settings(session_tmp)
+    frame = dd.from_pandas(table, npartitions=6)
+    on_dask = fairengine.audit(frame, batch_rows=4_000, sample_rows=5_000, **settings)
+    in_memory = fairengine.audit(table, **settings)
+    same_findings(on_dask, in_memory)
+    where = f"as Dask tasks on the current Dask client's scheduler {client.scheduler.address}"
+    assert any(
+        "streamed audit (data.engine: dask): 40,000 rows in 6 file(s) or partition(s)" in w
+        and where in w
+        for w in on_dask.warnings
+    )
+    assert on_dask.dataset.source == "a Dask DataFrame"
+    with pytest.raises(FairEngineError, match=r"data\.engine: stream cannot read a Dask DataFrame"):
+        fairengine.audit(frame, engine="stream", **settings)
+    with pytest.raises(FairEngineError, match=r"has no column\(s\) \['score'\]"):
+        fairengine.audit(frame.drop(columns=["score"]), **settings)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -226,3 +226,20 @@ def test_an_audit_of_s3_equals_the_local_audit_and_writes_no_credentials(
     params = runs[0].data.params
     assert params["data.storage_options.secret"] == REDACTED
     assert not any(s3.secret in v or s3.key in v for v in params.values())
+
+
+def test_an_object_store_url_is_streamed_and_the_in_memory_reader_refuses_it() -> None:
+    from tasks.stream_data import data_engine
+
+    columns = {"label": "y", "protected": ["race"], "score": "score"}
+    for path in ("s3://b/p/", "s3://b/p/*.parquet", "s3://b/p/one.csv"):
+        cfg = AuditConfig.from_dict({"data": {"path": path}, "columns": columns})
+        assert data_engine(cfg, False) == "stream", path
+    cfg = AuditConfig.from_dict({"data": {"path": "s3://b/p/", "engine": "dask"}})
+    assert data_engine(cfg, False) == "dask"
+    cfg = AuditConfig.from_dict({"data": {"path": "s3://b/p/", "engine": "pandas"}})
+    with pytest.raises(ConfigError, match=r"data\.engine: pandas reads local files"):
+        data_engine(cfg, False)
+    cfg = AuditConfig.from_dict({"data": {"path": "s3://b/x.csv", "missing": "drop"}})
+    with pytest.raises(ConfigError, match=r"is streamed: data\.names, data\.na_values"):
+        data_engine(cfg, False)
