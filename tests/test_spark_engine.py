@@ -27,7 +27,7 @@ from engines_support import table as make_table
 from sklearn.linear_model import LogisticRegression
 
 import fairengine
-from fairengine.errors import DataContractError
+from fairengine.errors import DataContractError, FairEngineError
 from fairengine.roles import ColumnRoles
 from fairengine.streaming import stream_counts
 from fairengine.streaming.spark_engine import spark_counts
@@ -128,6 +128,56 @@ def test_an_audit_of_a_catalog_table_gives_the_pandas_findings(spark, session_tm
     same_findings(on_spark, in_memory)
     assert any("streamed audit (data.engine: spark): 20,000 rows" in w for w in on_spark.warnings)
     assert on_spark.dataset.source == "table audit_rows"
+
+
+def test_a_spark_dataframe_given_to_the_audit_runs_on_its_session(spark, session_tmp) -> None:
+    df = make_table(20_000, seed=3)
+    settings = {
+        "label": "y",
+        "protected": ["race", "sex"],
+        "score": "score",
+        "methods": COUNT_METHODS,
+        "cache": {"enabled": False},
+        "output": {"dir": str(session_tmp / "spark-frame-reports")},
+        "multiplicity": "holm",
+    }
+    on_spark = fairengine.audit(spark.createDataFrame(df), **settings)
+    in_memory = fairengine.audit(df, **settings)
+    same_findings(on_spark, in_memory)
+    assert any("streamed audit (data.engine: spark): 20,000 rows" in w for w in on_spark.warnings)
+    assert on_spark.dataset.source == "a Spark DataFrame"
+
+
+def test_a_glob_over_hive_folders_keeps_the_partition_columns(table, spark, session_tmp) -> None:
+    folder = session_tmp / "spark-hive"
+    for race, rows in table.groupby("race"):
+        write_files(rows.drop(columns=["race"]), folder / f"race={race}", k=3)
+    glob = str(folder / "race=*" / "*.parquet")
+    roles = ColumnRoles(label="y", protected=("race", "sex"), score="score")
+    kw = {"threshold": 0.5, "sample_rows": 2_000, "seed": 1}
+    streamed = stream_counts(glob, roles, batch_rows=5_000, **kw)
+    on_spark = spark_counts(glob, roles, session=spark, **kw)
+    # unweighted, Σw² per bin is Σw: also when a group first appears after the first batch
+    # (here each race's files come one after the other; the folder's padding kept them apart)
+    np.testing.assert_array_equal(streamed.hist_w2, streamed.hist_w)
+    same_counts(streamed, on_spark)  # race, a folder name, is a column for both engines
+    assert on_spark.categories["race"] == ("a", "b", "c", "d")
+    assert on_spark.files == streamed.files and "race=b/part-001.parquet" in on_spark.files
+    pd.testing.assert_frame_equal(streamed.sample.strata, on_spark.sample.strata)
+
+
+def test_an_object_store_url_spark_cannot_read_says_what_it_needs(spark, table, session_tmp):
+    from object_store_support import s3_server
+
+    with s3_server() as s3:
+        url = s3.upload(write_files(table.iloc[:3_000], session_tmp / "spark-s3", k=2), "p")
+        with pytest.raises(FairEngineError) as err:
+            spark_counts(
+                f"{url}/*.parquet", ROLES, session=spark, storage_options=s3.storage_options
+            )
+    message = str(err.value)
+    assert f"Spark cannot read '{url}/part-000.parquet'" in message
+    assert "hadoop-aws" in message and s3.secret not in message
 
 
 @pytest.mark.parametrize(

@@ -97,11 +97,14 @@ class CountFolder:
             if a.shape[:-1] != shape:
                 pad = [(0, s - o) for s, o in zip(shape, a.shape[:-1], strict=True)] + [(0, 0)]
                 self.grid[k] = np.pad(a, pad)
+        shared = self.hist_w2 is self.hist_w  # unweighted: Σw² is Σw, one array for both
         for name in ("hist_w", "hist_w2"):
             h = getattr(self, name)
             if h is not None and h.shape[:-2] != shape:
                 pad = [(0, s - o) for s, o in zip(shape, h.shape[:-2], strict=True)]
                 setattr(self, name, np.pad(h, [*pad, (0, 0), (0, 0)]))
+        if shared:  # padding made two arrays; only hist_w is added to from here on
+            self.hist_w2 = self.hist_w
 
     def add(self, batch: CheckedBatch) -> list[np.ndarray]:
         """Fold one batch in (module docstring); returns its discovery codes per attribute."""
