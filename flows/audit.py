@@ -288,10 +288,15 @@ def audit_flow(
 
 def validate_streamed(streamed: StreamedData, cfg: AuditConfig) -> ValidationResult | None:
     """Great Expectations on the stream's stratified sample (the data contract itself was
-    checked on every batch, and the group sizes on the exact counts); the result says so."""
+    checked on every batch, and the group sizes on the exact counts); the result says so.
+    Cached by the sample's content (:func:`tasks.caching.validation_cache_options`)."""
     if streamed.sample_frame is None:
         return None
-    checked = validate_data.fn(
+    # cached like the in-memory validation: by the sample's content, roles and parameters
+    validator = validate_data.with_options(
+        **validation_cache_options(cache_root(cfg), cfg.cache.expiration_days)
+    )
+    checked = validator(
         streamed.sample_frame,
         streamed.sample_roles,
         score_type=streamed.sample.score_type if streamed.sample is not None else cfg.score_type,

@@ -206,22 +206,6 @@ def stream_audit_data(
         features = list(roles.features or ())
     threshold = effective_threshold(score_type, cfg.threshold)
     step = pass_step(engine)
-    settings = {
-        "roles": stream_roles.to_dict(),
-        "score_type": score_type,
-        "threshold": threshold,
-        "positive_label": str(cfg.positive_label),
-        "features": features,
-        "batch_rows": cfg.data.batch_rows,
-        "sample_rows": cfg.data.sample_rows,
-        "seed": cfg.seed,
-        "format": cfg.data.format,
-    }
-    identity = (
-        streamed_source_identity(engine, source, settings, model_info)
-        if cache_dir is not None
-        else None
-    )
     arguments = {
         "score_type": score_type,
         "threshold": threshold,
@@ -232,6 +216,18 @@ def stream_audit_data(
         "sample_rows": cfg.data.sample_rows,
         "seed": cfg.seed,
     }
+    # the pass's settings as its cache key sees them (the model: by its identity)
+    settings = {k: v for k, v in arguments.items() if k != "model"}
+    settings.update(
+        roles=stream_roles.to_dict(),
+        positive_label=str(cfg.positive_label),
+        format=cfg.data.format,
+    )
+    identity = (
+        streamed_source_identity(engine, source, settings, model_info)
+        if cache_dir is not None
+        else None
+    )
     cached = False
     if identity is None:  # cache off, or a DataFrame or table: no file versions to key on
         counts = timed(step, _pass_of(cfg, engine), source, stream_roles, **arguments)

@@ -292,7 +292,8 @@ def test_bad_keywords_are_clear_errors(adult, keywords: dict, message: str) -> N
 
 
 def test_data_of_another_type_names_the_parameter(adult) -> None:
-    with pytest.raises(ConfigError, match="data: expected a pandas, Dask or Spark DataFrame, the path"):
+    expected = "data: expected a pandas, Dask or Spark DataFrame, the path"
+    with pytest.raises(ConfigError, match=expected):
         fairengine.audit(adult["frame"].to_numpy(), label="income", protected="sex")
 
 
