@@ -338,7 +338,7 @@ def _open_source(
         )  # fmt: skip
         return spark, spark.head
     if frame is not None:  # a Dask DataFrame: its first partitions
-        return frame, lambda n: frame.head(n, npartitions=-1, compute=True)
+        return frame, functools.partial(_dask_head, frame)
     from fairengine.streaming import StreamSource
 
     source = StreamSource(
@@ -349,6 +349,21 @@ def _open_source(
         storage_options=cfg.data.storage_options,
     )
     return source, lambda n: source.dataset.head(n).to_pandas()
+
+
+def _dask_head(frame: Any, n: int) -> pd.DataFrame:
+    """The first ``n`` rows of a Dask DataFrame, computing as few partitions as give them (the
+    first, then twice as many, ...)."""
+    import warnings
+
+    k = 1
+    while True:
+        with warnings.catch_warnings():  # "insufficient elements": we ask for more next
+            warnings.simplefilter("ignore", UserWarning)
+            head = frame.head(n, npartitions=k, compute=True)
+        if len(head) >= n or k >= frame.npartitions:
+            return head
+        k = min(2 * k, frame.npartitions)
 
 
 def _pass_of(cfg: AuditConfig, engine: str) -> Callable[..., Any]:

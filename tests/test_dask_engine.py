@@ -154,6 +154,24 @@ def test_a_dask_dataframe_given_to_the_audit_runs_on_the_current_client(
         fairengine.audit(frame.drop(columns=["score"]), **settings)
 
 
+def test_a_model_scores_a_dask_dataframe_given_to_the_audit(small, client, session_tmp) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    table, _ = small
+    model = LogisticRegression().fit(table[["x"]], table["y"])
+    settings = _settings(session_tmp, methods=["group_parity"])
+    settings.pop("score")
+    frame = dd.from_pandas(table, npartitions=60)  # < 1,000 rows each: the model's head spans 2
+    on_dask = fairengine.audit(frame, model=model, features=["x"], batch_rows=4_000, **settings)
+    in_memory = fairengine.audit(table, model=model, features=["x"], **settings)
+    a = {f.key: f.estimate for f in on_dask.findings()}
+    b = {f.key: f.estimate for f in in_memory.findings()}
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert a[k] == pytest.approx(b[k], abs=1e-12, nan_ok=True), k
+    assert on_dask.model.score_description == in_memory.model.score_description
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
