@@ -243,3 +243,51 @@ def test_an_object_store_url_is_streamed_and_the_in_memory_reader_refuses_it() -
     cfg = AuditConfig.from_dict({"data": {"path": "s3://b/x.csv", "missing": "drop"}})
     with pytest.raises(ConfigError, match=r"is streamed: data\.names, data\.na_values"):
         data_engine(cfg, False)
+
+
+@pytest.mark.flow
+def test_the_cli_audits_an_s3_url_and_records_no_credentials(s3, remote, tmp_path) -> None:
+    import os
+    import subprocess
+
+    import yaml
+
+    config_dir, home = tmp_path / "config", tmp_path / "home"
+    config_dir.mkdir()
+    config = {
+        "data": {
+            "path": f"{remote}/*.parquet",
+            "storage_options": s3.storage_options,
+            "batch_rows": 5_000,
+            "sample_rows": 3_000,
+        },
+        "columns": {"label": "y", "protected": ["race", "sex"], "score": "score"},
+        "methods": {m: {"enabled": m == "group_parity"} for m in COUNT_METHODS},
+        "cache": {"enabled": False},
+        "output": {"dir": str(home / "reports")},
+        "mlflow": {"tracking_uri": f"sqlite:///{home / 'mlflow.db'}"},
+    }
+    (config_dir / "audit.yaml").write_text(yaml.safe_dump(config))
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home / "prefect"),
+        "FAIRENGINE_HOME": str(home / "fairengine"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "audit", "--config", str(config_dir / "audit.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        timeout=600,
+    )
+    assert run.returncode in (0, 1), run.stderr[-2000:]  # 1: a FAIL verdict
+    assert "Verdict:" in run.stdout + run.stderr
+    written = list((home / "reports").rglob("audit.json"))
+    assert len(written) == 1
+    assert f"{remote}/*.parquet".encode() in written[0].read_bytes()
+    assert _files_containing(home / "prefect", f"{remote}/*.parquet".encode())
+    assert list((home / "mlartifacts").rglob("audit.json"))  # MLflow's artifacts: under home
+    for needle in (s3.secret, s3.key):
+        assert needle not in run.stdout and needle not in run.stderr
+        assert _files_containing(home, needle.encode()) == [], needle
