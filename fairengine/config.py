@@ -47,6 +47,7 @@ from fairengine.regression.config import RegressionConfig
 from fairengine.roles import ColumnRoles
 from fairengine.scores import BINARY_SCORE_TYPES, SCORE_TYPES
 from fairengine.subgroup_scan.config import SubgroupScanConfig
+from fairengine.urls import is_url
 
 DATA_ENGINES = ("auto", "pandas", "stream", "dask", "spark")
 """Values of ``data.engine`` (:class:`DataConfig`)."""
@@ -57,12 +58,6 @@ PUBLIC_STORAGE_OPTIONS = frozenset(
 """``data.storage_options`` keys whose values are written out as they are; every other value
 (keys, secrets, tokens, anything unknown) is written as ``<redacted>``."""
 REDACTED = "<redacted>"
-
-
-def _is_url(path: str) -> bool:
-    """An object-store URL (``s3://…``), not a local path or ``file://``."""
-    head, sep, _ = str(path).partition("://")
-    return bool(sep) and head.isidentifier() and head.lower() not in ("file", "local")
 
 
 def redact_storage_options(options: Any) -> Any:
@@ -137,7 +132,7 @@ class DataConfig:
     storage_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.storage_options and not (self.path and _is_url(self.path)):
+        if self.storage_options and not (self.path and is_url(self.path)):
             raise ConfigError(
                 "data.storage_options apply to an object-store URL in data.path (s3://, gs://, "
                 f"abfs://, ...); data.path is {self.path!r}"
@@ -538,7 +533,7 @@ class AuditConfig:
             for section, key in (("data", "path"), ("output", "dir"), ("cache", "dir")):
                 part = getattr(cfg, section)
                 value = getattr(part, key)
-                if value and not _is_url(value) and not Path(value).expanduser().is_absolute():
+                if value and not is_url(value) and not Path(value).expanduser().is_absolute():
                     setattr(part, key, str((base_dir / value).resolve()))
         return cfg
 

@@ -339,8 +339,8 @@ def audit_config(
             value = settings.pop(key)
             columns[key] = [value] if key == "features" and isinstance(value, str) else value
     raw["columns"] = {k: v for k, v in columns.items() if v is not None}
-    from fairengine.streaming.locations import is_url
     from fairengine.streaming.sources import cluster_frame_engine
+    from fairengine.urls import is_url
 
     data_section = {k: settings.pop(k) for k in DATA_KEYWORDS if k in settings}
     frame: Any = None

@@ -35,8 +35,8 @@ from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.roles import ColumnRoles
 from fairengine.scores import effective_threshold
-from fairengine.streaming.locations import is_url
 from fairengine.streaming.sources import cluster_frame_engine
+from fairengine.urls import is_url
 from tasks.caching import streamed_pass_cache_options, streamed_source_identity
 
 PARQUET_SUFFIXES = (".parquet", ".pq")

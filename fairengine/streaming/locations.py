@@ -17,13 +17,11 @@ modification time).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fairengine.errors import DataContractError
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+from fairengine.urls import protocol_of
 
 #: Object-store metadata fields that change when an object's content does, first found wins.
 VERSION_FIELDS = (
@@ -41,20 +39,6 @@ VERSION_FIELDS = (
     "updated",
     "created",
 )
-
-
-def protocol_of(path: str | os.PathLike[str]) -> str | None:
-    """The URL's protocol (``s3``, ``gs``, …); ``None`` for a local path or ``file://``."""
-    match = _SCHEME.match(os.fspath(path))
-    if match is None:
-        return None
-    proto = match.group(1).lower()
-    return None if proto in ("file", "local") else proto
-
-
-def is_url(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is an object-store (non-local) URL."""
-    return protocol_of(path) is not None
 
 
 def local_path(path: str | os.PathLike[str]) -> str:
