@@ -3,12 +3,12 @@
 A source is a Parquet file, a directory (hive-partitioned ``key=value`` folders included), a
 glob or a list of paths, or a CSV glob, on local disk or in an object store
 (``s3://bucket/prefix/*.parquet`` with ``storage_options``, through fsspec: :mod:`.locations`);
-it is opened as a :mod:`pyarrow.dataset` and read one
-file (fragment) at a time, in record batches of at most ``batch_rows`` rows, with the columns
-projected to the ones the audit reads. Before a file is read its schema is checked against the
-expected one (the first file's type of every column read): a missing column or a different
-type is a :class:`~fairengine.errors.DataContractError` that names the file, never a trace from
-deep inside the reader. Files are read in sorted path order, so a streamed audit (and its
+it is opened as a :mod:`pyarrow.dataset` and read one file (fragment) at a time, in record
+batches of at most ``batch_rows`` rows, with the columns projected to the ones the audit reads.
+Before a file is read its schema is checked against the expected one (the first file's type of
+every column read): a missing column or a different type is a
+:class:`~fairengine.errors.DataContractError` that names the file, never a trace from deep
+inside the reader. Files are read in sorted path order, so a streamed audit (and its
 sample) is reproducible.
 """
 
@@ -57,11 +57,8 @@ def _format_of(paths: list[str], fmt: str | None, fs: Any = None) -> str:
     if fs is None and os.path.isdir(first):
         return "csv" if any(Path(first).rglob("*.csv")) else "parquet"
     if fs is not None and fs.isdir(first):
-        return (
-            "csv"
-            if any(str(p).endswith((".csv", ".csv.gz")) for p in fs.find(first))
-            else ("parquet")
-        )
+        csv = any(str(p).endswith((".csv", ".csv.gz")) for p in fs.find(first))
+        return "csv" if csv else "parquet"
     return "csv" if first.endswith((".csv", ".csv.gz")) else "parquet"
 
 
