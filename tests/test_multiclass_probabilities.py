@@ -167,8 +167,11 @@ def test_a_pyfunc_serving_predict_proba_is_read_as_probabilities(session_tmp: Pa
 
     df = _table(900, seed=5)
     model = LogisticRegression(max_iter=500).fit(df[["x"]], df["y"])
-    mlflow.set_tracking_uri(f"sqlite:///{session_tmp / 'mc-proba.db'}")
-    with mlflow.start_run():
+    client = mlflow.MlflowClient()  # the session's store (conftest), artifacts under tmp
+    exp = client.create_experiment(
+        "mc-proba-train", artifact_location=(session_tmp / "mc-proba-art").as_uri()
+    )
+    with mlflow.start_run(experiment_id=exp):
         info = mlflow.sklearn.log_model(
             model, name="m", input_example=df[["x"]].head(), pyfunc_predict_fn="predict_proba"
         )
