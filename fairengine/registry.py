@@ -306,7 +306,8 @@ def _fliptest_summary(result: MethodResult, config: FlipTestConfig) -> str:
     assert isinstance(details, FlipTestDetails)
     cache = details.map_cache or MapCacheUse(None, False, 0, 0)
     return (
-        f"FlipTest ({config.estimator} map, {config.mode}): {len(result.findings)} flipset "
+        f"FlipTest ({config.estimator} map, {config.mode}, {details.task}): "
+        f"{len(result.findings)} flipset "
         f"findings over {len(details.pairs)} group pair(s) in "
         f"{result.seconds or 0.0:.2f} s; {cache.loaded} map(s) loaded from "
         f"{cache.folder}, {cache.fitted} fitted and saved"
@@ -476,6 +477,7 @@ METHODS: list[MethodSpec] = [
         needs="predict_proba",
         summary=_fliptest_summary,
         details=FlipTestDetails,
+        tasks=("binary", "regression", "multiclass"),
     ),
     MethodSpec(
         "individual_fairness",
@@ -485,6 +487,7 @@ METHODS: list[MethodSpec] = [
         needs="model",
         summary=_individual_summary,
         details=IndividualFairnessDetails,
+        tasks=("binary", "regression", "multiclass"),
     ),
     MethodSpec(
         "mitigation",

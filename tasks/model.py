@@ -742,7 +742,8 @@ def describe_object_model(obj: Any) -> tuple[Any, dict[str, Any]]:
 class ModelHandles:
     """What the model-dependent methods receive, all from one :class:`ScoreSource`.
 
-    ``predict_proba``: a function of a feature frame returning P(y=1) per row (FlipTest).
+    ``predict_proba``: a function of a feature frame returning P(y=1) per row (FlipTest); in a
+    regression audit the prediction, in a multiclass audit the predicted class.
     ``model``: for the individual-fairness test, the estimator whose ``predict_proba`` is the
     source (converted to torch there), the torch module of a pytorch model (its output read as
     logits), a black-box :class:`~fairengine.model_scores.SourceProbability` over the pyfunc
@@ -768,7 +769,10 @@ def model_handles(
     """The handles of every model-dependent method, from the audit's score source."""
 
     def predict_proba(features: pd.DataFrame) -> np.ndarray:
-        scores = source_scores(pyfunc, source, model_input.prepare(features))
+        prepared = model_input.prepare(features)
+        if score_type == "class":  # a multiclass model's predicted classes, as it returns them
+            return np.asarray(pyfunc.predict(prepared))
+        scores = source_scores(pyfunc, source, prepared)
         return to_probability(scores, score_type)  # type: ignore[arg-type]
 
     model: Any

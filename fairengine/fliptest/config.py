@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -28,7 +29,14 @@ class FlipTestConfig:
     mode : "demographic_parity" (map whole groups, default) or "equalized_odds" (map within each
         true-label stratum and pool).
     attributes : protected attributes to test (None: all of the dataset's).
-    threshold : decision threshold on P(y=1) (None: the dataset's threshold, else 0.5).
+    threshold : decision threshold on P(y=1) (None: the dataset's threshold, else 0.5). In a
+        regression audit a threshold on the prediction: the decision f(x) > threshold is
+        flipped as in a binary audit (give either ``threshold`` or ``delta``). Not used in a
+        multiclass audit.
+    delta : regression audits: the smallest change of the prediction that counts as a flip
+        (:mod:`fairengine.fliptest.outcomes`): F+ = {f(x) − f(T x) ≥ delta}, F− = {f(T x) −
+        f(x) ≥ delta}, in the prediction's units. A regression audit needs ``delta`` or
+        ``threshold``; other audits take neither. Default None.
     epsilon : entropic ε relative to the median pairwise cost (None: chosen from
         ``epsilon_grid`` on held-out data). Default None.
     epsilon_grid : candidate relative ε values. Default [0.01, 0.03, 0.1].
@@ -79,6 +87,7 @@ class FlipTestConfig:
     mode: str = "demographic_parity"
     attributes: list[str] | None = None
     threshold: float | None = None
+    delta: float | None = None
     epsilon: float | None = None
     epsilon_grid: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1])
     cost: str = "sqeuclidean"
@@ -114,8 +123,14 @@ class FlipTestConfig:
             raise bad("cost", f"one of {list(COSTS)}")
         if self.cost != "sqeuclidean" and self.estimator in ("entropic", "linear"):
             raise bad("cost", "'sqeuclidean' for the entropic and linear maps")
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise bad("threshold", "in [0, 1] or null")
+        if self.threshold is not None and not (
+            isinstance(self.threshold, int | float) and math.isfinite(self.threshold)
+        ):
+            raise bad("threshold", "a number or null")
+        if self.delta is not None and not (
+            isinstance(self.delta, int | float) and math.isfinite(self.delta) and self.delta > 0
+        ):
+            raise bad("delta", "a positive number or null (a regression audit's smallest change)")
         if self.epsilon is not None and not self.epsilon > 0:
             raise bad("epsilon", "a positive number or null")
         if not self.epsilon_grid or any(not e > 0 for e in self.epsilon_grid):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from fairengine.fliptest.outcomes import BINARY, FlipRule
 from fairengine.transport._base import TransportConvergenceError, TransportMap
 from fairengine.transport.persistence import MapCache
 
@@ -54,8 +55,10 @@ def fit_transform_robust(m: TransportMap, xs: np.ndarray, xt: np.ndarray) -> tup
 
 
 Decide = Callable[[np.ndarray, str], np.ndarray]
-"""The audited model as a decision function: (points in original units, group label the model
-should see for them) -> bool array of positive decisions."""
+"""The audited model as a function of points: (points in original units, group label the model
+should see for them) -> its outcome per point: a bool array of positive decisions (binary; a
+regression model with a threshold), predictions (regression with δ) or class codes
+(multiclass), as the :class:`~fairengine.fliptest.outcomes.FlipRule` in use reads them."""
 
 
 def flipset_masks(
@@ -69,7 +72,10 @@ def flipset_masks(
 
 @dataclass
 class Flipsets:
-    """Flipsets of one direction ``source`` → ``target`` (masks over the source rows)."""
+    """Flipsets of one direction ``source`` → ``target`` (masks over the source rows, one per
+    kind of the :class:`~fairengine.fliptest.outcomes.FlipRule`: ``positive`` and ``negative``,
+    or ``changed``). ``source_decision`` and ``mapped_decision`` are the model's outcomes for
+    the source rows and their images (decisions, predictions or class codes)."""
 
     source: str
     target: str
@@ -77,8 +83,17 @@ class Flipsets:
     images: np.ndarray
     source_decision: np.ndarray
     mapped_decision: np.ndarray
-    positive: np.ndarray
-    negative: np.ndarray
+    masks: dict[str, np.ndarray]
+
+    @property
+    def positive(self) -> np.ndarray:
+        """F+ (binary and regression rules)."""
+        return self.masks["positive"]
+
+    @property
+    def negative(self) -> np.ndarray:
+        """F− (binary and regression rules)."""
+        return self.masks["negative"]
 
     @property
     def n(self) -> int:
@@ -94,7 +109,8 @@ class Flipsets:
 
     @property
     def net(self) -> int:
-        """|F+| − |F−| (= the source − mapped positive count difference, for any map)."""
+        """|F+| − |F−| (for decisions: the source − mapped positive count difference, for any
+        map)."""
         return self.n_positive - self.n_negative
 
 
@@ -148,12 +164,15 @@ def compute_flipsets(
     target: str,
     strata_s: np.ndarray | None = None,
     strata_t: np.ndarray | None = None,
+    rule: FlipRule = BINARY,
 ) -> Flipsets:
-    """Flipsets of ``source`` → ``target`` with one map per stratum (None: one stratum)."""
+    """Flipsets of ``source`` → ``target`` with one map per stratum (None: one stratum);
+    ``rule`` says what ``decide`` returns and what a flip is (default: the paper's
+    decisions)."""
     ss = np.zeros(len(xs), int) if strata_s is None else np.asarray(strata_s)
     st = np.zeros(len(xt), int) if strata_t is None else np.asarray(strata_t)
     images, _, _ = fit_images(estimator, xs, xt, ss, st)
-    dec_s = np.asarray(decide(xs, source), dtype=bool)
-    dec_m = np.asarray(decide(images, target), dtype=bool)
-    pos, neg = flipset_masks(dec_s, dec_m)
-    return Flipsets(source, target, xs, images, dec_s, dec_m, pos, neg)
+    dec_s = rule.outcomes(decide(xs, source))
+    dec_m = rule.outcomes(decide(images, target))
+    masks = dict(zip(rule.kinds, rule.masks(dec_s, dec_m), strict=True))
+    return Flipsets(source, target, xs, images, dec_s, dec_m, masks)

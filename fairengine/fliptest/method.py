@@ -25,12 +25,14 @@ from sklearn.base import clone
 from fairengine import progress
 from fairengine.dataset import AuditDataset
 from fairengine.devices import resolve_device
-from fairengine.errors import DataContractError
+from fairengine.errors import ConfigError, DataContractError
 from fairengine.finding_keys import key_token, pair_token, part_token
 from fairengine.fliptest.config import FlipTestConfig, pair_threads
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
+from fairengine.fliptest.outcomes import BINARY, FlipRule, class_transitions
 from fairengine.fliptest.result import (
     BootstrapRefits,
+    ClassFlips,
     DirectionDetails,
     FeatureChange,
     FlipsetSummaries,
@@ -43,6 +45,7 @@ from fairengine.fliptest.result import (
     MarginalHistogram,
     NullQuantiles,
     PairDetails,
+    PredictionShift,
     TransparencySummaries,
     TransparencySummary,
 )
@@ -76,8 +79,69 @@ NULL_HYPOTHESIS = (
     "flipset no larger than map noise (self-map null) or than under exchangeable group labels "
     "(permutation null)"
 )
+PREFIXES = {"positive": "fliptest_pos", "negative": "fliptest_neg", "changed": "fliptest_changed"}
+"""The finding key prefix of each kind of flipset."""
 
 PredictProba = Callable[[pd.DataFrame], Any]
+"""The model as a function of a feature frame: P(y = 1) per row (binary), the prediction
+(regression) or the predicted class (multiclass)."""
+
+
+def flip_rule(dataset: AuditDataset, config: FlipTestConfig) -> FlipRule:
+    """What a flip is in ``dataset``'s task (:mod:`fairengine.fliptest.outcomes`): the
+    paper's decisions for a binary audit (``threshold`` on P(y = 1) in [0, 1]) and for a
+    regression audit with ``threshold``; a change of the prediction by at least ``delta`` for
+    a regression audit with ``delta``; a change of class for a multiclass audit. Raises
+    :class:`ConfigError` naming the setting that is missing or does not apply."""
+    task = dataset.task
+    if task == "regression":
+        if config.mode != "demographic_parity":
+            raise ConfigError(
+                "methods.fliptest.mode: equalized_odds maps within true-label strata, which a "
+                "regression audit's real-valued target does not have; use demographic_parity"
+            )
+        if config.delta is not None and config.threshold is not None:
+            raise ConfigError(
+                "methods.fliptest: give delta (a change of the prediction by at least delta is a "
+                "flip) or threshold (the decision prediction > threshold flips), not both"
+            )
+        if config.threshold is not None:
+            return BINARY
+        if config.delta is None:
+            raise ConfigError(
+                "methods.fliptest.delta is required in a regression audit: the smallest change "
+                "of the prediction (in its units) that counts as a flip, e.g. delta: 0.5; or "
+                "set methods.fliptest.threshold to flip the decision prediction > threshold"
+            )
+        return FlipRule("value", float(config.delta))
+    if config.delta is not None:
+        raise ConfigError(
+            f"methods.fliptest.delta applies to regression audits; this is a {task} audit "
+            "(remove it)"
+        )
+    if task == "multiclass":
+        if config.threshold is not None:
+            raise ConfigError(
+                "methods.fliptest.threshold does not apply to a multiclass audit (a flip is a "
+                "change of the predicted class); remove it"
+            )
+        return FlipRule("class")
+    if task != "binary":
+        raise ConfigError(f"FlipTest is not defined for a {task} audit")
+    if config.threshold is not None and not 0.0 <= config.threshold <= 1.0:
+        raise ConfigError(
+            "methods.fliptest.threshold must be in [0, 1] or null in a binary audit (a "
+            f"threshold on P(y=1)), got {config.threshold!r}"
+        )
+    return BINARY
+
+
+def label_strata(dataset: AuditDataset) -> tuple[int, ...]:
+    """The true-label strata of equalized-odds mode: 0 and 1, or a multiclass audit's class
+    codes."""
+    if dataset.task == "multiclass":
+        return tuple(range(len(dataset.classes)))
+    return (0, 1)
 
 
 def map_device(config: FlipTestConfig) -> str:
@@ -126,34 +190,65 @@ def make_estimator(config: FlipTestConfig, seed: int, device: str | None = None)
 def model_decider(
     dataset: AuditDataset,
     predict_proba: PredictProba,
-    threshold: float,
+    threshold: float | None,
     attribute: str,
     with_attribute: bool,
+    rule: FlipRule = BINARY,
 ) -> Callable[[np.ndarray, str], np.ndarray]:
-    """The model's decision as a function of feature points: ``decide(x, group)`` is
+    """The model's outcome as a function of feature points: ``decide(x, group)`` is
     ``predict_proba(x) > threshold`` for the rows ``x`` (in the dataset's feature order), with
-    ``attribute`` set to ``group`` when the model reads it (``with_attribute``). Shared by the
+    ``attribute`` set to ``group`` when the model reads it (``with_attribute``). With a
+    regression ``rule`` (``outcome="value"``) it is the prediction itself, with a multiclass
+    rule the predicted class as a code of ``dataset.classes`` (compared as text). Shared by the
     method and by the decision step's more-resamples path (:mod:`fairengine.fliptest.resampler`),
     so that both flip the same decisions."""
     columns = list(dataset.feature_columns)
     raw = dataset.frame[attribute]
     values = {str(v.item() if isinstance(v, np.generic) else v): v for v in pd.unique(raw)}
+    class_index = {c: i for i, c in enumerate(dataset.classes)}
 
     def decide(x: np.ndarray, group: str) -> np.ndarray:
         df = pd.DataFrame(x, columns=columns)
         if with_attribute:
             df[attribute] = pd.Series([values[group]] * len(df), dtype=raw.dtype)
+        if rule.outcome == "class":
+            return _class_codes(predict_proba(df), len(df), class_index)
         p = np.asarray(predict_proba(df), dtype=np.float64)
-        if p.ndim == 2 and p.shape[1] == 2:
-            p = p[:, 1]
+        if p.ndim == 2 and p.shape[1] in (1, 2):
+            p = p[:, -1]
+        what = "prediction" if dataset.task == "regression" else "probability"
         if p.shape != (len(df),) or not np.all(np.isfinite(p)):
             raise DataContractError(
-                "predict_proba must return one finite probability per row (shape (n,) or (n, 2)); "
+                f"predict_proba must return one finite {what} per row (shape (n,) or (n, 2)); "
                 f"got shape {p.shape}"
             )
+        if rule.outcome == "value":
+            return p
+        assert threshold is not None
         return p > threshold
 
     return decide
+
+
+def _class_codes(output: Any, n: int, class_index: dict[str, int]) -> np.ndarray:
+    """A multiclass model's predicted classes as codes of the audit's classes (compared as
+    text, like :meth:`AuditDataset.from_frame`); an unknown class is an error naming it."""
+    arr = np.asarray(output.to_numpy() if hasattr(output, "to_numpy") else output)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.shape != (n,):
+        raise DataContractError(
+            f"FlipTest: a multiclass model must predict one class per row; got shape {arr.shape}"
+        )
+    text = pd.Series(arr).map(lambda v: str(v.item() if isinstance(v, np.generic) else v))
+    codes = text.map(class_index)
+    if codes.isna().any():
+        unknown = sorted(set(text[codes.isna()]))[:5]
+        raise DataContractError(
+            f"FlipTest: the model predicts class(es) {unknown} for transported rows that the "
+            f"label never takes (its classes: {list(class_index)[:10]})"
+        )
+    return codes.to_numpy(dtype=np.int64)
 
 
 def _not_run(reason: str, config: FlipTestConfig) -> MethodResult:
@@ -231,64 +326,91 @@ def _direction_details(
     res: FlipTestResult,
     config: FlipTestConfig,
     names: list[str],
-    target_rate: float,
+    target_outcome: np.ndarray,
     validation: dict[str, MapValidationReport | MapValidationFailure] | None,
     maps: tuple[MapEntry, ...],
+    rule: FlipRule = BINARY,
+    classes: tuple[str, ...] = (),
 ) -> DirectionDetails:
+    """One direction's details; ``target_outcome`` is the model's outcome on the target
+    sample (decisions, predictions or class codes, as ``rule`` reads them)."""
     fs = res.flipsets
+    kinds = rule.kinds
     # marginals of the features that head either transparency ranking (keeps details small)
     shown = (
         list(
             dict.fromkeys(
-                [
-                    *res.reports["positive"].ranking()[: config.top_features],
-                    *res.reports["negative"].ranking()[: config.top_features],
-                ]
+                [c for k in kinds for c in res.reports[k].ranking()[: config.top_features]]
             )
         )
         or names[: config.top_features]
     )
     cols = [names.index(c) for c in shown]
     histograms = marginal_histograms(
-        fs.x[:, cols],
-        {"positive": fs.positive, "negative": fs.negative},
-        shown,
-        config.histogram_bins,
+        fs.x[:, cols], {k: fs.masks[k] for k in kinds}, shown, config.histogram_bins
     )
+    decisions = rule.outcome == "decision"
+    target_rate = float(np.mean(target_outcome)) if decisions else None
+    shift = classes_out = None
+    if rule.outcome == "value":
+        assert rule.delta is not None
+        change = fs.mapped_decision - fs.source_decision
+        shift = PredictionShift(
+            delta=rule.delta,
+            mean_source=float(np.mean(fs.source_decision)),
+            mean_mapped=float(np.mean(fs.mapped_decision)),
+            mean_target=float(np.mean(target_outcome)),
+            mean_change=float(np.mean(change)),
+            unchanged_rate=float(np.mean(np.abs(change) < rule.delta)),
+        )
+    if rule.outcome == "class":
+        k = len(classes)
+        moves = class_transitions(fs.source_decision, fs.mapped_decision, k)
+        off = moves - np.diag(np.diag(moves))
+        classes_out = ClassFlips(
+            classes=tuple(classes),
+            transitions=tuple(tuple(int(c) for c in row) for row in moves),
+            source_counts=tuple(int(c) for c in moves.sum(axis=1)),
+            mapped_counts=tuple(int(c) for c in moves.sum(axis=0)),
+            target_counts=tuple(int(c) for c in np.bincount(target_outcome, minlength=k)),
+            flipped_out=tuple(int(c) for c in off.sum(axis=1)),
+            flipped_in=tuple(int(c) for c in off.sum(axis=0)),
+        )
     return DirectionDetails(
         source=fs.source,
         target=fs.target,
         n_source=fs.n,
         epsilon=res.epsilon or None,
-        source_positive=int(fs.source_decision.sum()),
-        mapped_positive=int(fs.mapped_decision.sum()),
+        source_positive=int(fs.source_decision.sum()) if decisions else None,
+        mapped_positive=int(fs.mapped_decision.sum()) if decisions else None,
         target_positive_rate=target_rate,
-        net_flips=fs.net,
-        dp_count_gap=float(fs.source_decision.sum() - target_rate * fs.n),
+        net_flips=None if rule.outcome == "class" else fs.net,
+        dp_count_gap=(
+            float(fs.source_decision.sum() - target_rate * fs.n)
+            if target_rate is not None
+            else None
+        ),
         permutation_null_from_reverse_refits=res.permutation_null_reused,
         bootstrap_refits=BootstrapRefits(
             batched=res.bootstrap_batched,
             refitted_one_by_one=config.n_bootstrap - res.bootstrap_batched,
         ),
-        flipsets=FlipsetSummaries(
-            positive=_flipset_summary(res, "positive", config),
-            negative=_flipset_summary(res, "negative", config),
-        ),
+        flipsets=FlipsetSummaries(**{k: _flipset_summary(res, k, config) for k in kinds}),
         transparency=TransparencySummaries(
-            positive=_transparency_summary(res, "positive", config, names),
-            negative=_transparency_summary(res, "negative", config, names),
+            **{k: _transparency_summary(res, k, config, names) for k in kinds}
         ),
         histograms={
             name: MarginalHistogram(
                 edges=tuple(h["edges"]),
                 group=tuple(h["group"]),
-                positive=tuple(h["positive"]),
-                negative=tuple(h["negative"]),
+                **{k: tuple(h[k]) for k in kinds},
             )
             for name, h in histograms.items()
         },
         validation=validation,
         maps=maps,
+        prediction_shift=shift,
+        class_flips=classes_out,
     )
 
 
@@ -307,9 +429,9 @@ def _with_sign_bh(
         return replace(report, features=features)
 
     def direction(d: DirectionDetails) -> DirectionDetails:
-        positive = adjust(d.transparency.positive)  # in the order of ``entries``
-        negative = adjust(d.transparency.negative)
-        return replace(d, transparency=TransparencySummaries(positive, negative))
+        # in the order of ``entries``
+        reports = {kind: adjust(report) for kind, report in d.transparency.items()}
+        return replace(d, transparency=TransparencySummaries(**reports))
 
     first = direction(fwd)
     return first, direction(rev)
@@ -361,15 +483,55 @@ def map_artifacts(result: MethodResult) -> list[Artifact]:
 
 
 def _words(kind: str) -> str:
-    return "advantaged (F+)" if kind == "positive" else "disadvantaged (F-)"
+    return {
+        "positive": "advantaged (F+)",
+        "negative": "disadvantaged (F-)",
+        "changed": "changed-class (F)",
+    }[kind]
 
 
-def decision_threshold(dataset: AuditDataset, config: FlipTestConfig) -> float:
-    """The threshold on P(y=1) of FlipTest's decisions: ``config.threshold``, else the
-    dataset's, else 0.5."""
+def decision_threshold(dataset: AuditDataset, config: FlipTestConfig) -> float | None:
+    """The threshold of FlipTest's decisions: on P(y=1) ``config.threshold``, else the
+    dataset's, else 0.5; on a regression audit's prediction ``config.threshold`` (None with
+    ``delta``); None in a multiclass audit."""
+    if dataset.task != "binary":
+        return config.threshold if dataset.task == "regression" else None
     if config.threshold is not None:
         return config.threshold
     return dataset.threshold if dataset.threshold is not None else 0.5
+
+
+def _reading(
+    kind: str, t: Any, attr: str, src: str, tgt: str, rule: FlipRule, on_prediction: float | None
+) -> str:
+    """What a flipset finding's rate means, in words, for the rule of the audit's task
+    (``on_prediction``: the threshold of a regression audit's decisions, else None)."""
+    who = f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
+    if rule.outcome == "class":
+        return who + f"get a different predicted class than their transported counterpart in {tgt}"
+    if rule.outcome == "value":
+        side = "higher" if kind == "positive" else "lower"
+        return who + (
+            f"get a prediction at least {rule.delta:g} {side} than their transported "
+            f"counterpart in {tgt}"
+        )
+    positive = (
+        "a positive decision"
+        if on_prediction is None
+        else (f"a prediction above {on_prediction:g}")
+    )
+    negative = (
+        "a negative decision"
+        if on_prediction is None
+        else (f"a prediction at most {on_prediction:g}")
+    )
+    if kind == "positive":
+        return who + f"get {positive} their transported counterpart in {tgt} does not"
+    return (
+        who
+        + f"get {negative} while their transported counterpart in {tgt} gets "
+        + ("a positive one" if on_prediction is None else "one above it")
+    )
 
 
 def plan_pairs(
@@ -394,7 +556,7 @@ def plan_pairs(
         for g, cat in enumerate(enc.categories):
             rows = enc.codes == g
             sizes = (
-                [int(np.sum(rows & (dataset.label == y))) for y in (0, 1)]
+                [int(np.sum(rows & (dataset.label == y))) for y in label_strata(dataset)]
                 if eo
                 else [int(rows.sum())]
             )
@@ -445,13 +607,17 @@ def run_fliptest(
         return _not_run("FlipTest is disabled in the configuration", config)
     if predict_proba is None:
         return _not_run(
-            "FlipTest needs the model as a function of the features (predict_proba) to score "
-            "each individual's transported counterpart; none was given (a score column is not "
-            "enough)",
+            "FlipTest needs the model as a function of the features (predict_proba; a "
+            "regression model's or multiclass classifier's predict) to score each individual's "
+            "transported counterpart; none was given (a score column is not enough)",
             config,
         )
     if not callable(predict_proba):
-        raise DataContractError("predict_proba must be a callable DataFrame -> P(y=1)")
+        raise DataContractError(
+            "predict_proba must be a callable DataFrame -> P(y=1) (a prediction or a class for "
+            "regression and multiclass audits)"
+        )
+    rule = flip_rule(dataset, config)
     if not dataset.feature_columns:
         raise DataContractError("FlipTest needs feature columns; the dataset has none")
     x_all, names = as_points("features", dataset.features)
@@ -468,7 +634,7 @@ def run_fliptest(
     pair_details: list[PairDetails] = []
     jobs, warnings = plan_pairs(dataset, config, seed)
     deciders = {
-        a: model_decider(dataset, predict_proba, threshold, a, config.protected_as_feature)
+        a: model_decider(dataset, predict_proba, threshold, a, config.protected_as_feature, rule)
         for a in {j.attr for j in jobs}
     }
 
@@ -479,7 +645,7 @@ def run_fliptest(
         # the model on stacked replicates): one thread each, no nested pools on busy cores
         with small_problem_threads(float(config.max_per_group) ** 2):
             out = _run_pair(
-                job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache
+                job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache, rule
             )
         progress.report(METHOD, "pairs of groups", next(done), len(jobs))
         return out
@@ -519,6 +685,10 @@ def run_fliptest(
             identity_note=IDENTITY_NOTE,
             units="transparency differences in pooled standard deviations of each pair",
             pairs=tuple(pair_details),
+            task=dataset.task,
+            flip=rule.outcome,
+            delta=rule.delta,
+            classes=tuple(dataset.classes),
         ),
         warnings=warnings,
         seconds=time.perf_counter() - start,
@@ -532,7 +702,7 @@ def _validate(
     xt: np.ndarray,
     ss: np.ndarray,
     st: np.ndarray,
-    decide: Callable[[np.ndarray, str], np.ndarray],
+    decide: Callable[[np.ndarray, str], np.ndarray] | None,
     target: str,
     config: FlipTestConfig,
     rng: np.random.Generator,
@@ -543,7 +713,8 @@ def _validate(
     The validation refits on 80 % of each sample; if Sinkhorn does not converge there at the
     observed ε it is retried at the wider ε of the refits (:data:`REFIT_EPSILON_FACTORS`,
     recorded as ``epsilon_used``); if none converges the stratum's entry holds the ``error``
-    and a warning instead of stopping FlipTest."""
+    and a warning instead of stopping FlipTest. ``decide`` None (outcomes that are not
+    decisions: regression with δ, multiclass) leaves out the decision-rate checks."""
     out: dict[str, MapValidationReport | MapValidationFailure] = {}
     for s in np.unique(ss):
         eps = res.epsilon.get(str(s))
@@ -560,7 +731,7 @@ def _validate(
                     est,
                     xs[ss == s],
                     xt[st == s],
-                    decide=lambda x: decide(x, target),
+                    decide=None if decide is None else (lambda x: decide(x, target)),
                     n_permutations=199,
                     cycle=config.estimator != "gan",
                     feature_names=list(feature_names),
@@ -661,7 +832,7 @@ def pair_sample(
             rows = np.sort(rng.choice(rows, config.max_per_group, replace=False))
         idx[g] = rows
     if config.estimator == "exact":  # equal sizes per stratum: the paper's bijection
-        for y in (0, 1) if eo else (None,):
+        for y in label_strata(dataset) if eo else (None,):
             sel = {g: idx[g] if y is None else idx[g][dataset.label[idx[g]] == y] for g in (ga, gb)}
             k = min(len(sel[ga]), len(sel[gb]))
             for g in (ga, gb):
@@ -693,6 +864,7 @@ def _run_pair(
     estimator: TransportMap,
     decide: Callable[[np.ndarray, str], np.ndarray],
     map_cache: MapCache | None,
+    rule: FlipRule = BINARY,
 ) -> tuple[PairDetails, list[Finding], list[str]]:
     """Both directions of one group pair: (pair details, findings, warnings). Deterministic
     given ``job.seed``, whatever thread runs it."""
@@ -730,17 +902,27 @@ def _run_pair(
             seed=int(rng.integers(2**31)),
             map_cache=map_cache,
             permutation_null=shared,
+            rule=rule,
         )
         shared = res.reverse_permutation_null
-        target_rate = float(np.mean(decide(xt, tgt)))
+        target_outcome = rule.outcomes(decide(xt, tgt))
         validation = None
         if config.validate:
-            validation = _validate(estimator, res, xs, xt, ss, st, decide, tgt, config, rng, names)
+            check = decide if rule.outcome == "decision" else None
+            validation = _validate(estimator, res, xs, xt, ss, st, check, tgt, config, rng, names)
             for v in validation.values():
                 warnings += [f"FlipTest map {src}->{tgt}: {w}" for w in v.warnings]
         maps = _map_entries(res, attr, src, tgt, eo)
-        directions.append(_direction_details(res, config, names, target_rate, validation, maps))
-        for kind, prefix in (("positive", "fliptest_pos"), ("negative", "fliptest_neg")):
+        directions.append(
+            _direction_details(
+                res, config, names, target_outcome, validation, maps, rule, dataset.classes
+            )
+        )
+        on_prediction = (
+            decision_threshold(dataset, config) if dataset.task == "regression" else None
+        )
+        for kind in rule.kinds:
+            prefix = PREFIXES[kind]
             t = res.tests[kind]
             ci = t.confidence_interval(config.confidence_level)
             mdr = t.minimum_detectable(config.alpha)
@@ -755,14 +937,7 @@ def _run_pair(
                     null_hypothesis=NULL_HYPOTHESIS,
                     resampling=t.resampling_parts(),
                     reading=(
-                        f"{t.statistic:.1%} of {attr}={src} ({t.count} of {t.n}) "
-                        + (
-                            "get a positive decision their transported counterpart "
-                            f"in {tgt} does not"
-                            if kind == "positive"
-                            else "get a negative decision while their transported "
-                            f"counterpart in {tgt} gets a positive one"
-                        )
+                        _reading(kind, t, attr, src, tgt, rule, on_prediction)
                         + f" ({config.confidence_level:.0%} CI {ci.low:.1%} to "
                         f"{ci.high:.1%}); {t.excess:+.0f} flips beyond the null mean, "
                         f"smallest detectable rate {mdr:.1%}"
@@ -779,9 +954,19 @@ def _run_pair(
         n=(len(xa), len(xb)),
         directions=(fwd, rev),
         # forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a)
-        forward_reverse_counts=ForwardReverseCounts(
-            positive_vs_reverse_negative=(fwd.flipsets.positive.count, rev.flipsets.negative.count),
-            negative_vs_reverse_positive=(fwd.flipsets.negative.count, rev.flipsets.positive.count),
-        ),
+        forward_reverse_counts=_forward_reverse(fwd, rev),
     )
     return detail, findings, warnings
+
+
+def _forward_reverse(fwd: DirectionDetails, rev: DirectionDetails) -> ForwardReverseCounts:
+    """Forward/reverse consistency: F+(a->b) vs F-(b->a) and F-(a->b) vs F+(b->a), or the
+    changed classes of both directions."""
+    f, r = fwd.flipsets, rev.flipsets
+    if f.changed is not None and r.changed is not None:
+        return ForwardReverseCounts(changed_vs_reverse_changed=(f.changed.count, r.changed.count))
+    assert f.positive and f.negative and r.positive and r.negative
+    return ForwardReverseCounts(
+        positive_vs_reverse_negative=(f.positive.count, r.negative.count),
+        negative_vs_reverse_positive=(f.negative.count, r.positive.count),
+    )

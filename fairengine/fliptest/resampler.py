@@ -38,14 +38,17 @@ from fairengine.fliptest.config import FlipTestConfig
 from fairengine.fliptest.flipsets import Decide
 from fairengine.fliptest.method import (
     METHOD,
+    PREFIXES,
     PredictProba,
     decision_threshold,
+    flip_rule,
     make_estimator,
     map_device,
     model_decider,
     pair_sample,
     plan_pairs,
 )
+from fairengine.fliptest.outcomes import BINARY, FlipRule
 from fairengine.fliptest.result import FlipTestDetails
 from fairengine.fliptest.statistics import (
     draw_halves,
@@ -60,7 +63,6 @@ SELFMAP_STREAM = 1
 PERMUTATION_STREAM = 2
 REFIT_CHUNK = 100
 """Refits solved and scored together (bounds the memory of a large batch)."""
-PREFIXES = {"positive": "fliptest_pos", "negative": "fliptest_neg"}
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class FlipTestResampler:
         self._cache: dict[tuple[Any, ...], np.ndarray] = {}
         self._locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._lock = threading.Lock()
+        self.rule: FlipRule = BINARY
         usable = (
             result.method == METHOD
             and result.status == "ok"
@@ -124,6 +127,7 @@ class FlipTestResampler:
             and config.max_null_refits > 0
         )
         if usable:
+            self.rule = flip_rule(dataset, config)
             self._index(result)
 
     def _index(self, result: MethodResult) -> None:
@@ -147,7 +151,7 @@ class FlipTestResampler:
                 src, tgt = names[d], names[1 - d]
                 info = _Direction(p, d, src, tgt, direction.epsilon, shared)
                 self._epsilon[(p, d)] = info.epsilon
-                for k, kind in enumerate(("positive", "negative")):
+                for k, kind in enumerate(self.rule.kinds):
                     key = f"{PREFIXES[kind]}.{part_token(job.attr)}.{pair_token(src, tgt)}"
                     if key in self._observed:
                         self._tests[key] = (info, k)
@@ -179,7 +183,8 @@ class FlipTestResampler:
     def _permutation(self, info: _Direction, start: int, batch: int) -> np.ndarray:
         if info.shared_permutation:
             both = self._batch(("permutation", info.pair, -1, start, batch), info)
-            return both[:, 2 * info.index : 2 * info.index + 2]
+            k = len(self.rule.kinds)
+            return both[:, k * info.index : k * info.index + k]
         return self._batch(("permutation", info.pair, info.index, start, batch), info)
 
     def _batch(self, key: tuple[Any, ...], info: _Direction) -> np.ndarray:
@@ -221,12 +226,19 @@ class FlipTestResampler:
             f"{start:,} -> {start + batch:,}",
         )
         if part == "self-map":
-            dec_s = np.asarray(state.decide(xs, source), dtype=bool)
+            dec_s = self.rule.outcomes(state.decide(xs, source))
             halves = draw_halves(rng, ss, batch)
             return np.vstack(
                 [
                     selfmap_rates(
-                        est, xs, ss, dec_s, state.decide, source, halves[i : i + REFIT_CHUNK]
+                        est,
+                        xs,
+                        ss,
+                        dec_s,
+                        state.decide,
+                        source,
+                        halves[i : i + REFIT_CHUNK],
+                        rule=self.rule,
                     )
                     for i in range(0, batch, REFIT_CHUNK)
                 ]
@@ -235,7 +247,16 @@ class FlipTestResampler:
         out = []
         for i in range(0, batch, REFIT_CHUNK):
             fwd, rev = permutation_rates(
-                est, xs, xt, ss, st, state.decide, source, target, labels[i : i + REFIT_CHUNK]
+                est,
+                xs,
+                xt,
+                ss,
+                st,
+                state.decide,
+                source,
+                target,
+                labels[i : i + REFIT_CHUNK],
+                rule=self.rule,
             )
             if direction < 0:
                 if rev is None:  # not invertible after all: no shared draws
@@ -284,6 +305,7 @@ class FlipTestResampler:
             decision_threshold(self.dataset, self.config),
             job.attr,
             self.config.protected_as_feature,
+            self.rule,
         )
         state = _PairState(
             sample.xa, sample.xb, sample.strata_a, sample.strata_b, decide, int(job.seed)

@@ -11,6 +11,7 @@ the one :func:`~fairengine.fliptest.run_fliptest` has always written.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fairengine.results import MethodDetails
 
@@ -51,14 +52,17 @@ class FlipsetSummary:
 
 @dataclass(frozen=True)
 class FlipsetSummaries:
-    """The two flipsets of one direction: F+ (advantaged) and F− (disadvantaged)."""
+    """The flipsets of one direction: F+ (advantaged) and F− (disadvantaged) of a binary or
+    regression audit, or ``changed`` (the predicted class changes) of a multiclass audit
+    (:mod:`fairengine.fliptest.outcomes`); the others are None."""
 
-    positive: FlipsetSummary
-    negative: FlipsetSummary
+    positive: FlipsetSummary | None = None
+    negative: FlipsetSummary | None = None
+    changed: FlipsetSummary | None = None
 
     def items(self) -> tuple[tuple[str, FlipsetSummary], ...]:
-        """``(kind, flipset)`` for ``positive`` then ``negative``."""
-        return (("positive", self.positive), ("negative", self.negative))
+        """``(kind, flipset)`` for ``positive``, ``negative`` then ``changed``, those present."""
+        return _present(self)
 
 
 @dataclass(frozen=True)
@@ -92,25 +96,69 @@ class TransparencySummary:
 
 @dataclass(frozen=True)
 class TransparencySummaries:
-    """The transparency reports of F+ and F− of one direction."""
+    """The transparency reports of the flipsets of one direction (as
+    :class:`FlipsetSummaries`: F+ and F−, or ``changed``)."""
 
-    positive: TransparencySummary
-    negative: TransparencySummary
+    positive: TransparencySummary | None = None
+    negative: TransparencySummary | None = None
+    changed: TransparencySummary | None = None
 
     def items(self) -> tuple[tuple[str, TransparencySummary], ...]:
-        """``(kind, report)`` for ``positive`` then ``negative``."""
-        return (("positive", self.positive), ("negative", self.negative))
+        """``(kind, report)`` for ``positive``, ``negative`` then ``changed``, those present."""
+        return _present(self)
+
+
+def _present(obj: object) -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        (kind, getattr(obj, kind))
+        for kind in ("positive", "negative", "changed")
+        if getattr(obj, kind) is not None
+    )
 
 
 @dataclass(frozen=True)
 class MarginalHistogram:
     """Counts of one feature over ``edges`` (the source group's range): the whole source
-    sample (``group``) and the members of each flipset."""
+    sample (``group``) and the members of each flipset (None for a kind the audit's task does
+    not have)."""
 
     edges: tuple[float, ...]
     group: tuple[int, ...]
-    positive: tuple[int, ...]
-    negative: tuple[int, ...]
+    positive: tuple[int, ...] | None = None
+    negative: tuple[int, ...] | None = None
+    changed: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PredictionShift:
+    """A regression direction compared with ``delta``: the mean prediction of the source
+    sample, of its images under the map and of the target sample, the mean change
+    f(T x) − f(x) and the share of individuals that change by less than ``delta`` either
+    way."""
+
+    delta: float
+    mean_source: float
+    mean_mapped: float
+    mean_target: float
+    mean_change: float
+    unchanged_rate: float
+
+
+@dataclass(frozen=True)
+class ClassFlips:
+    """A multiclass direction: per (from-class, to-class) pair the number of source
+    individuals predicted ``from`` whose counterpart is predicted ``to`` (``transitions[i][j]``,
+    the diagonal the unchanged), each class's predicted counts in the source sample, among
+    the images and in the target sample, and per class the one-vs-rest flipsets: ``flipped_out``
+    = #{f(x) = k ≠ f(T x)} and ``flipped_in`` = #{f(x) ≠ k = f(T x)}."""
+
+    classes: tuple[str, ...]
+    transitions: tuple[tuple[int, ...], ...]
+    source_counts: tuple[int, ...]
+    mapped_counts: tuple[int, ...]
+    target_counts: tuple[int, ...]
+    flipped_out: tuple[int, ...]
+    flipped_in: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -175,19 +223,21 @@ class MapEntry:
 class DirectionDetails:
     """One direction source → target of a pair: sizes, the relative ε per stratum (None for
     maps without ε), positive decisions before and after transport, the target's positive rate,
-    net flips |F+| − |F−| beside the demographic-parity count gap, the flipsets, transparency
-    reports, feature marginals (features heading either ranking), the map validation per
-    stratum (None when ``validate`` is off) and the map files."""
+    net flips |F+| − |F−| beside the demographic-parity count gap (decisions: binary audits and
+    regression with a threshold; None otherwise, net flips also for regression with δ), the
+    flipsets, transparency reports, feature marginals (features heading either ranking), the map
+    validation per stratum (None when ``validate`` is off), the map files, and for a regression
+    audit with δ the prediction shift, for a multiclass audit the class flips."""
 
     source: str
     target: str
     n_source: int
     epsilon: dict[str, float] | None
-    source_positive: int
-    mapped_positive: int
-    target_positive_rate: float
-    net_flips: int
-    dp_count_gap: float
+    source_positive: int | None
+    mapped_positive: int | None
+    target_positive_rate: float | None
+    net_flips: int | None
+    dp_count_gap: float | None
     permutation_null_from_reverse_refits: bool
     bootstrap_refits: BootstrapRefits
     flipsets: FlipsetSummaries
@@ -195,15 +245,19 @@ class DirectionDetails:
     histograms: dict[str, MarginalHistogram]
     validation: dict[str, MapValidationReport | MapValidationFailure] | None = None
     maps: tuple[MapEntry, ...] = ()
+    prediction_shift: PredictionShift | None = None
+    class_flips: ClassFlips | None = None
 
 
 @dataclass(frozen=True)
 class ForwardReverseCounts:
     """Forward/reverse consistency of a pair: (|F+(a→b)|, |F−(b→a)|) and
-    (|F−(a→b)|, |F+(b→a)|)."""
+    (|F−(a→b)|, |F+(b→a)|); for a multiclass audit (|F(a→b)|, |F(b→a)|) of the changed
+    classes instead."""
 
-    positive_vs_reverse_negative: tuple[int, int]
-    negative_vs_reverse_positive: tuple[int, int]
+    positive_vs_reverse_negative: tuple[int, int] | None = None
+    negative_vs_reverse_positive: tuple[int, int] | None = None
+    changed_vs_reverse_changed: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -231,15 +285,23 @@ class MapCacheUse:
 
 @dataclass(frozen=True)
 class FlipTestDetails(MethodDetails):
-    """FlipTest's details: the map estimator, mode, decision threshold on P(y = 1), features,
-    the note on the flipset/demographic-parity identity, the transparency units, every pair,
-    and (set by the audit, None for a direct call) the map cache's use."""
+    """FlipTest's details: the map estimator, mode, decision threshold (on P(y = 1); on the
+    prediction of a regression audit with a threshold; None for a regression audit with δ and
+    a multiclass audit), features, the note on the flipset/demographic-parity identity, the
+    transparency units, every pair, (set by the audit, None for a direct call) the map cache's
+    use, the audit's task, what a flip is (``flip``: ``decision``, ``value`` or ``class``;
+    :mod:`fairengine.fliptest.outcomes`), δ of a regression audit and the classes of a
+    multiclass audit."""
 
     estimator: str
     mode: str
-    threshold: float
+    threshold: float | None
     features: tuple[str, ...]
     identity_note: str
     units: str
     pairs: tuple[PairDetails, ...]
     map_cache: MapCacheUse | None = None
+    task: str = "binary"
+    flip: str = "decision"
+    delta: float | None = None
+    classes: tuple[str, ...] = ()

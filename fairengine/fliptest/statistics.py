@@ -45,7 +45,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from fairengine.fliptest.flipsets import Decide, Flipsets, fit_images, flipset_masks
+from fairengine.fliptest.flipsets import Decide, Flipsets, fit_images
+from fairengine.fliptest.outcomes import BINARY, BINARY_KINDS, FlipRule
 from fairengine.fliptest.transparency import (
     TransparencyReport,
     transparency_report,
@@ -57,7 +58,8 @@ from fairengine.transport.entropic import EntropicMap
 from fairengine.transport.entropic_batch import reweighted_refits, split_refits
 from fairengine.transport.persistence import MapCache
 
-KINDS = ("positive", "negative")
+KINDS = BINARY_KINDS
+"""The flipsets of the paper's binary rule (other tasks: :attr:`FlipRule.kinds`)."""
 DECIDE_ROWS = 200_000
 """Rows per stacked call of the model when scoring the replicates' points."""
 BATCH_MAX_ENTRIES = 120_000_000
@@ -252,6 +254,7 @@ def flip_test(
     seed: int = 0,
     map_cache: MapCache | None = None,
     permutation_null: PermutationNull | None = None,
+    rule: FlipRule = BINARY,
 ) -> FlipTestResult:
     """Flipsets of ``source`` → ``target`` with both nulls, bootstrap refits and flip
     frequencies (module docstring). ``xs``/``xt`` are in original units; ``scale`` (pooled SD
@@ -265,7 +268,12 @@ def flip_test(
 
     ``map_cache`` (a :class:`~fairengine.transport.MapCache`) stores the observed map(s) and
     reuses them when the same estimator meets the same data again, e.g. when only the number
-    of refits changed. Null and bootstrap refits are never cached (their samples differ)."""
+    of refits changed. Null and bootstrap refits are never cached (their samples differ).
+
+    ``rule`` (:class:`~fairengine.fliptest.outcomes.FlipRule`) says what ``decide`` returns and
+    what a flip is: the paper's positive decisions (default), a regression model's predictions
+    compared with δ, or predicted classes; the tests, reports and frequencies are per kind of
+    flipset (``rule.kinds``)."""
     rng = np.random.default_rng(seed)
     ss = np.zeros(len(xs), int) if strata_s is None else np.asarray(strata_s)
     st = np.zeros(len(xt), int) if strata_t is None else np.asarray(strata_t)
@@ -276,20 +284,20 @@ def flip_test(
     # observed
     files: dict[Any, tuple[Path, bool]] = {}
     images, _, fitted = fit_images(estimator, xs, xt, ss, st, cache=map_cache, files=files)
-    dec_s = np.asarray(decide(xs, source), dtype=bool)
-    dec_m = np.asarray(decide(images, target), dtype=bool)
-    pos, neg = flipset_masks(dec_s, dec_m)
-    fs = Flipsets(source, target, xs, images, dec_s, dec_m, pos, neg)
-    observed = {"positive": pos.mean(), "negative": neg.mean()}
-    reports = {
-        k: transparency_report(xs, images, m, scale, names)
-        for k, m in zip(KINDS, (pos, neg), strict=True)
-    }
+    kinds = rule.kinds
+    dec_s = rule.outcomes(decide(xs, source))
+    dec_m = rule.outcomes(decide(images, target))
+    masks = dict(zip(kinds, rule.masks(dec_s, dec_m), strict=True))
+    fs = Flipsets(source, target, xs, images, dec_s, dec_m, masks)
+    observed = {k: m.mean() for k, m in masks.items()}
+    reports = {k: transparency_report(xs, images, m, scale, names) for k, m in masks.items()}
     est = _freeze_epsilon(fitted)
     eps = {str(s): float(m.epsilon_) for s, m in fitted.items() if hasattr(m, "epsilon_")}
 
     # null 1: self-map (half → other half of the source, within strata)
-    self_rates = selfmap_rates(est, xs, ss, dec_s, decide, source, draw_halves(rng, ss, n_selfmap))
+    self_rates = selfmap_rates(
+        est, xs, ss, dec_s, decide, source, draw_halves(rng, ss, n_selfmap), rule
+    )
 
     # null 2: label permutation within strata; an entropic refit also gives the reverse
     # direction's null draw (its inverse map), handed to the caller for target -> source
@@ -300,19 +308,19 @@ def flip_test(
     else:
         labels = draw_labels(rng, ss, st, n_permutations)
         perm_rates, reverse_rates = permutation_rates(
-            est, xs, xt, ss, st, decide, source, target, labels
+            est, xs, xt, ss, st, decide, source, target, labels, rule
         )
 
     # bootstrap refits (+ per-individual flip frequency of the original source rows)
-    boot_rates = np.empty((n_bootstrap, 2))
+    boot_rates = np.empty((n_bootstrap, len(kinds)))
     boot_rep = {
         k: {
             "mean_difference": np.empty((n_bootstrap, d)),
             "consistency": np.empty((n_bootstrap, d)),
         }
-        for k in KINDS
+        for k in kinds
     }
-    freq = np.zeros((2, len(xs)))
+    freq = np.zeros((len(kinds), len(xs)))
     draws = [
         (
             np.concatenate(
@@ -325,29 +333,27 @@ def flip_test(
         for _ in range(n_bootstrap)
     ]
     refits, n_batched = _bootstrap_images(fitted, est, xs, xt, ss, st, draws)
-    dec_im = _decide_stacked(decide, [im for im, _ in refits], target)
-    dec_q = _decide_stacked(decide, [q_im for _, q_im in refits], target)
+    dec_im = _decide_stacked(decide, [im for im, _ in refits], target, rule)
+    dec_q = _decide_stacked(decide, [q_im for _, q_im in refits], target, rule)
     for r, ((bs, _), (im, _)) in enumerate(zip(draws, refits, strict=True)):
-        p, q = flipset_masks(dec_s[bs], dec_im[r])
-        boot_rates[r] = p.mean(), q.mean()
+        drawn = rule.masks(dec_s[bs], dec_im[r])
+        boot_rates[r] = [m.mean() for m in drawn]
         disp = (im - xs[bs]) / scale
-        for k, m in zip(KINDS, (p, q), strict=True):
+        for k, m in zip(kinds, drawn, strict=True):
             md, cons = transparency_vectors(disp, m)
             boot_rep[k]["mean_difference"][r] = md
             boot_rep[k]["consistency"][r] = cons
-        fp, fq = flipset_masks(dec_s, dec_q[r])
-        freq[0] += fp
-        freq[1] += fq
+        freq += np.asarray(rule.masks(dec_s, dec_q[r]))
     if n_bootstrap:
         freq /= n_bootstrap
 
     tests = {}
-    for j, k in enumerate(KINDS):
+    for j, k in enumerate(kinds):
         obs = float(observed[k])
         tests[k] = FlipsetTest(
             kind=k,
             statistic=obs,
-            count=int((pos, neg)[j].sum()),
+            count=int(masks[k].sum()),
             n=len(xs),
             null_distribution=perm_rates[:, j],
             selfmap_distribution=self_rates[:, j],
@@ -360,7 +366,7 @@ def flip_test(
         tests=tests,
         reports=reports,
         report_bootstrap=boot_rep,
-        flip_frequency={"positive": freq[0], "negative": freq[1]},
+        flip_frequency={k: freq[j] for j, k in enumerate(kinds)},
         stable_threshold=stable_threshold,
         epsilon=eps,
         maps={str(s): m for s, m in fitted.items()},
@@ -399,16 +405,17 @@ def selfmap_rates(
     decide: Decide,
     source: str,
     halves: list[list[tuple[np.ndarray, np.ndarray]]],
+    rule: FlipRule = BINARY,
 ) -> np.ndarray:
-    """Self-map null flip rates (R x 2: F+, F−): each replicate maps half A onto half B of the
-    source (:func:`draw_halves`) with the frozen-ε estimators ``est`` and counts A's flips, the
-    model seeing the source group on both sides (``dec_s``: its decisions on ``xs``)."""
-    rates = np.empty((len(halves), 2))
+    """Self-map null flip rates (R x kinds: F+, F− for the binary ``rule``): each replicate
+    maps half A onto half B of the source (:func:`draw_halves`) with the frozen-ε estimators
+    ``est`` and counts A's flips, the model seeing the source group on both sides (``dec_s``:
+    its outcomes on ``xs``)."""
+    rates = np.empty((len(halves), len(rule.kinds)))
     selfmaps = _selfmap_images(est, xs, ss, halves)
-    mapped = _decide_stacked(decide, [im for _, im in selfmaps], source)
+    mapped = _decide_stacked(decide, [im for _, im in selfmaps], source, rule)
     for r, ((ai, _), dm) in enumerate(zip(selfmaps, mapped, strict=True)):
-        p, q = flipset_masks(dec_s[ai], dm)
-        rates[r] = p.mean(), q.mean()
+        rates[r] = rule.rates(dec_s[ai], dm)
     return rates
 
 
@@ -439,6 +446,7 @@ def permutation_rates(
     source: str,
     target: str,
     labels: list[np.ndarray],
+    rule: FlipRule = BINARY,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Permutation null flip rates (R x 2: F+, F−) of ``source`` → ``target`` for the label
     draws ``labels`` (:func:`draw_labels`): refit pseudo-source → pseudo-target and count the
@@ -446,9 +454,9 @@ def permutation_rates(
     also the reverse direction's draws from the same refits (each refit's inverse map, the
     model seeing ``target``); otherwise None."""
     n = len(labels)
-    rates = np.empty((n, 2))
+    rates = np.empty((n, len(rule.kinds)))
     invertible = all(isinstance(m, EntropicMap) for m in est.values())
-    reverse = np.empty((n, 2)) if invertible else None
+    reverse = np.empty((n, len(rule.kinds))) if invertible else None
     pool = np.vstack([xs, xt])
     pool_strata = np.concatenate([ss, st])
     split = _permutation_split_images(est, pool, pool_strata, labels) if invertible else None
@@ -471,21 +479,20 @@ def permutation_rates(
     if not points:  # the model scores every replicate's points in one call per side
         return rates, reverse
     step = 4 if reverse is not None else 2
-    fwd = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step < 2], source)
-    rates = _flip_rates(fwd)
+    fwd_points = [x for i, x in enumerate(points) if i % step < 2]
+    rates = _flip_rates(_decide_stacked(decide, fwd_points, source, rule), rule)
     if reverse is not None:
-        rev = _decide_stacked(decide, [x for i, x in enumerate(points) if i % step >= 2], target)
-        reverse = _flip_rates(rev)
+        rev_points = [x for i, x in enumerate(points) if i % step >= 2]
+        reverse = _flip_rates(_decide_stacked(decide, rev_points, target, rule), rule)
     return rates, reverse
 
 
-def _flip_rates(decisions: list[np.ndarray]) -> np.ndarray:
-    """Flip rates (R x 2: F+, F−) from the model's decisions on consecutive pairs (points,
+def _flip_rates(decisions: list[np.ndarray], rule: FlipRule) -> np.ndarray:
+    """Flip rates (R x kinds) from the model's outcomes on consecutive pairs (points,
     their images) of R replicates."""
-    out = np.empty((len(decisions) // 2, 2))
+    out = np.empty((len(decisions) // 2, len(rule.kinds)))
     for r in range(len(out)):
-        p, q = flipset_masks(decisions[2 * r], decisions[2 * r + 1])
-        out[r] = p.mean(), q.mean()
+        out[r] = rule.rates(decisions[2 * r], decisions[2 * r + 1])
     return out
 
 
@@ -532,9 +539,11 @@ def _bootstrap_images(
     return out, int(batched.sum())
 
 
-def _decide_stacked(decide: Decide, points: list[np.ndarray], group: str) -> list[np.ndarray]:
-    """The model's decisions for each array in ``points``, from few calls on stacked arrays
-    (up to :data:`DECIDE_ROWS` rows each) instead of one call per replicate."""
+def _decide_stacked(
+    decide: Decide, points: list[np.ndarray], group: str, rule: FlipRule = BINARY
+) -> list[np.ndarray]:
+    """The model's outcomes (``rule.outcomes``) for each array in ``points``, from few calls
+    on stacked arrays (up to :data:`DECIDE_ROWS` rows each) instead of one call per replicate."""
     out: list[np.ndarray] = []
     start = 0
     while start < len(points):
@@ -542,7 +551,7 @@ def _decide_stacked(decide: Decide, points: list[np.ndarray], group: str) -> lis
         while stop < len(points) and (stop == start or rows + len(points[stop]) <= DECIDE_ROWS):
             rows += len(points[stop])
             stop += 1
-        flat = np.asarray(decide(np.concatenate(points[start:stop]), group), dtype=bool)
+        flat = rule.outcomes(decide(np.concatenate(points[start:stop]), group))
         out += np.split(flat, np.cumsum([len(x) for x in points[start:stop]])[:-1])
         start = stop
     return out

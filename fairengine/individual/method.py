@@ -30,7 +30,7 @@ import torch
 
 from fairengine.dataset import AuditDataset
 from fairengine.devices import resolve_device
-from fairengine.errors import ConfigError, DataContractError
+from fairengine.errors import ConfigError, DataContractError, ModelLoadError
 from fairengine.individual.attack import FlowResult, gradient_flow
 from fairengine.individual.config import IndividualConfig
 from fairengine.individual.fair_metric import (
@@ -72,6 +72,7 @@ from fairengine.individual.result import (
     SVDProvenance,
     TopPoint,
 )
+from fairengine.individual.task_models import TASK_LOSSES, task_model
 from fairengine.individual.torch_models import (
     ModelAdapter,
     as_differentiable_model,
@@ -149,11 +150,20 @@ def run_individual_fairness(
     if dataset.weights is not None:
         warnings.append("sample weights are ignored: the loss-ratio test is unweighted")
 
-    adapter = as_differentiable_model(
-        model, cols, black_box=cfg.black_box, fd_step=cfg.fd_step,
-        smoothing_sigma=cfg.smoothing_sigma, smoothing_samples=cfg.smoothing_samples,
-        seed=seed, positive_label=dataset.positive_label,
-    )  # fmt: skip
+    task = dataset.task
+    if task in TASK_LOSSES:  # regression (squared loss) or multiclass (cross-entropy)
+        try:
+            adapter = task_model(model, cols, task, dataset.classes)
+        except ModelLoadError as exc:
+            return _not_run(cfg, f"not applicable to this {task} model: {exc}", start)
+    elif task == "binary":
+        adapter = as_differentiable_model(
+            model, cols, black_box=cfg.black_box, fd_step=cfg.fd_step,
+            smoothing_sigma=cfg.smoothing_sigma, smoothing_samples=cfg.smoothing_samples,
+            seed=seed, positive_label=dataset.positive_label,
+        )  # fmt: skip
+    else:
+        return _not_run(cfg, f"not applicable to a {task} audit", start)
     if not adapter.exact:
         warnings.append(
             f"approximate attack: {adapter.description}. A weaker attack finds smaller loss "
@@ -183,8 +193,15 @@ def run_individual_fairness(
     if len(adapter.feature_names) != X_all.shape[1]:  # preprocessing without feature names
         names = [f"x{j}" for j in range(X_all.shape[1])]
         adapter.feature_names, adapter.source_columns, adapter.decode = names, names, None
-    ver = adapter.verify(features.iloc[rows[:2000]])
-    y_all = dataset.label.astype(np.int64)
+    if task == "binary":
+        ver = adapter.verify(features.iloc[rows[:2000]])
+    else:  # predictions in the target's units: a tolerance relative to their size
+        scale = max(1.0, float(np.abs(dataset.label).max())) if task == "regression" else 1.0
+        try:
+            ver = adapter.verify(features.iloc[rows[:2000]], atol=1e-6 * scale)
+        except ModelLoadError as exc:
+            return _not_run(cfg, f"not applicable to this {task} model: {exc}", start)
+    y_all = dataset.label.astype(np.float64 if task == "regression" else np.int64)
     X, y = X_all[rows], y_all[rows]
 
     if surrogate:  # distil the black box on the held-out rows, never on the audited ones
@@ -241,12 +258,9 @@ def run_individual_fairness(
         flow.loss_original, flow.loss_mapped, delta=cfg.delta, alpha=cfg.alpha,
         eps=cfg.loss_floor, ddof=cfg.ddof,
     )  # fmt: skip
-    threshold = 0.5 if dataset.threshold is None else float(dataset.threshold)
-    p0 = _proba(adapter, X)
-    p1 = _proba(adapter, flow.X)
-    yhat0, yhat1 = (p0 > threshold).astype(int), (p1 > threshold).astype(int)
-    e0, e1 = (yhat0 != y), (yhat1 != y)
+    p0, p1, e0, e1, flip_rate = _outputs(adapter, dataset, X, flow.X, y)
     ert = error_rate_ratio_test(e0, e1, delta=cfg.delta, alpha=cfg.alpha)
+    error_test = cfg.error_rate_test and task != "regression"
     if lrt.diagnostics.get("heavy_tail"):
         warnings.append(
             f"the top 1% of rows carry {lrt.diagnostics['top1pct_share']:.0%} of the summed loss "
@@ -255,10 +269,11 @@ def run_individual_fairness(
     if lrt.n_dropped:
         warnings.append(f"{lrt.n_dropped} non-finite loss ratio(s) were dropped")
 
-    findings = _findings(cfg, lrt, ert if cfg.error_rate_test else None)
+    findings = _findings(cfg, lrt, ert if error_test else None, task)
     details = _details(
-        cfg, dataset, adapter, metric, flow, lrt, ert, rows, X, y, p0, p1, e0, e1, ver, seed
-    )
+        cfg, dataset, adapter, metric, flow, lrt, ert, rows, X, y, p0, p1, e0, e1, ver, seed,
+        flip_rate=flip_rate, error_test=error_test,
+    )  # fmt: skip
     return MethodResult(
         method=METHOD, title=TITLE, status="ok", parameters=params, findings=findings,
         details=details, warnings=warnings, seconds=time.perf_counter() - start,
@@ -268,6 +283,33 @@ def run_individual_fairness(
 def _proba(adapter: ModelAdapter, X: np.ndarray) -> np.ndarray:
     clf = adapter.classifier.to("cpu", torch.float64)
     return clf.proba(torch.as_tensor(X, dtype=torch.float64)).cpu().numpy()
+
+
+def _outputs(
+    adapter: ModelAdapter, dataset: AuditDataset, X: np.ndarray, X_mapped: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float | None]:
+    """The model's output per row before and after the attack (P(y=1) of a binary model, the
+    prediction of a regression model, the probability of the row's class of a multiclass
+    model), the errors before and after (a binary model's decisions at the dataset's threshold,
+    a multiclass model's predicted class, none for regression) and the share of rows whose
+    decision or class the attack flips (None for regression)."""
+    out0, out1 = _proba(adapter, X), _proba(adapter, X_mapped)
+    if dataset.task == "regression":
+        none = np.zeros(len(y), dtype=bool)
+        return out0, out1, none, none.copy(), None
+    if dataset.task == "multiclass":
+        rows = np.arange(len(y))
+        yhat0, yhat1 = out0.argmax(axis=1), out1.argmax(axis=1)
+        return (
+            out0[rows, y],
+            out1[rows, y],
+            yhat0 != y,
+            yhat1 != y,
+            float(np.mean(yhat0 != yhat1)),
+        )
+    threshold = 0.5 if dataset.threshold is None else float(dataset.threshold)
+    yhat0, yhat1 = (out0 > threshold).astype(int), (out1 > threshold).astype(int)
+    return out0, out1, yhat0 != y, yhat1 != y, float(np.mean((out0 > 0.5) != (out1 > 0.5)))
 
 
 def _protected_codes(dataset: AuditDataset, rows: np.ndarray) -> np.ndarray:
@@ -348,14 +390,18 @@ def _interval(res: LossRatioResult | ErrorRateRatioResult, level: float, what: s
 
 
 def _findings(
-    cfg: IndividualConfig, lrt: LossRatioResult, ert: ErrorRateRatioResult | None
+    cfg: IndividualConfig,
+    lrt: LossRatioResult,
+    ert: ErrorRateRatioResult | None,
+    task: str = "binary",
 ) -> list[Finding]:
     level = 1.0 - cfg.alpha
     d = cfg.delta
     out = [
         Finding(
             key=f"{PREFIX}.loss_ratio",
-            label="Mean loss ratio under the gradient-flow attack",
+            label="Mean loss ratio under the gradient-flow attack"
+            + ("" if task == "binary" else f" ({TASK_LOSS_NAMES[task]})"),
             estimate=lrt.statistic,
             interval=_interval(lrt, level, "eq. 3.6"),
             pvalue=lrt.pvalue if math.isfinite(lrt.pvalue) else None,
@@ -489,6 +535,9 @@ def _details(
     e1: np.ndarray,
     verification: float | None,
     seed: int,
+    *,
+    flip_rate: float | None = None,
+    error_test: bool = True,
 ) -> IndividualFairnessDetails:
     eps = cfg.loss_floor
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -530,7 +579,7 @@ def _details(
         change = flow.X[i] - X[i]
         big = np.argsort(-np.abs(change))[:5]
         top_rows.append(TopPoint(
-            row=int(rows[i]), label=int(y[i]), ratio=float(ratio[i]),
+            row=int(rows[i]), label=_label(dataset, y[i]), ratio=float(ratio[i]),
             loss_original=float(flow.loss_original[i]),
             loss_mapped=float(flow.loss_mapped[i]),
             proba_original=float(p0[i]), proba_mapped=float(p1[i]),
@@ -565,8 +614,10 @@ def _details(
                 group=enc.categories[g], n=int((codes == g).sum()),
                 mean_ratio=float(ratio[(codes == g) & finite].mean())
                 if ((codes == g) & finite).any() else None,
-                error_rate_original=float(e0[codes == g].mean()) if (codes == g).any() else None,
-                error_rate_mapped=float(e1[codes == g].mean()) if (codes == g).any() else None,
+                error_rate_original=float(e0[codes == g].mean())
+                if (codes == g).any() and error_test else None,
+                error_rate_mapped=float(e1[codes == g].mean())
+                if (codes == g).any() and error_test else None,
             )
             for g in range(enc.n_groups)
         )  # fmt: skip
@@ -589,7 +640,7 @@ def _details(
         n=ert.n,
         status=ert.status, reject_unadjusted=ert.reject,
         error_rate_original=ert.error_rate_original, error_rate_mapped=ert.error_rate_mapped,
-        enabled=cfg.error_rate_test,
+        enabled=error_test,
     )  # fmt: skip
     settings = _attack_settings(flow.settings)
     return IndividualFairnessDetails(
@@ -611,7 +662,7 @@ def _details(
         ),
         loss_ratio=loss,
         error_rate_ratio=err,
-        label_flip_rate=float(np.mean((p0 > 0.5) != (p1 > 0.5))),
+        label_flip_rate=flip_rate,
         mean_loss_original=float(flow.loss_original.mean()),
         mean_loss_mapped=float(flow.loss_mapped.mean()),
         ratio_histogram=hist,
@@ -619,7 +670,27 @@ def _details(
         top_points=tuple(top_rows),
         displacement=moves,
         per_group=per_group,
+        task=dataset.task,
+        loss=TASK_LOSS_NAMES[dataset.task],
+        classes=tuple(dataset.classes),
     )
+
+
+TASK_LOSS_NAMES = {
+    "binary": "cross-entropy",
+    "regression": "squared loss",
+    "multiclass": "cross-entropy (softmax)",
+}
+"""The audit's loss on the model output, per task."""
+
+
+def _label(dataset: AuditDataset, y: Any) -> int | float | str:
+    """A row's label as the report shows it: 0/1, the target, or the class name."""
+    if dataset.task == "regression":
+        return float(y)
+    if dataset.task == "multiclass":
+        return dataset.classes[int(y)]
+    return int(y)
 
 
 def _quantiles(x: np.ndarray) -> Quantiles:

@@ -257,13 +257,15 @@ class StepBound:
 
 @dataclass(frozen=True)
 class TopPoint:
-    """One of the rows with the largest loss ratios: its index, label, ratio, losses and P(y=1)
-    before and after the attack, squared fair distance moved, the original and attacked rows
+    """One of the rows with the largest loss ratios: its index, label (0/1, a regression
+    audit's target, a multiclass audit's class), ratio, losses and the model's output before
+    and after the attack (P(y=1); a regression model's prediction; a multiclass model's
+    probability of the row's class), squared fair distance moved, the original and attacked rows
     (table columns when the encoder can decode, else encoded features; numbers rounded to 6
     decimals) and the five largest changes of encoded features."""
 
     row: int
-    label: int
+    label: int | float | str
     ratio: float
     loss_original: float
     loss_mapped: float
@@ -314,9 +316,13 @@ class GroupRatio:
 @dataclass(frozen=True)
 class IndividualFairnessDetails(MethodDetails):
     """The individual-fairness audit's details: tolerance δ and level α, rows audited, the
-    model, the fair metric, the attack, both tests, the label flip rate (at 0.5) and mean
-    losses, the ratio histogram (None when no ratio is finite), T_n by steps, the top rows,
-    the displacement and the per-group summaries (attribute -> groups)."""
+    model, the fair metric, the attack, both tests, the label flip rate (at 0.5; a multiclass
+    audit: the share of rows whose predicted class the attack changes; None for regression) and
+    mean losses, the ratio histogram (None when no ratio is finite), T_n by steps, the top rows,
+    the displacement and the per-group summaries (attribute -> groups), and the audit's task,
+    its loss on the model output (cross-entropy; the squared loss of a regression model; the
+    softmax cross-entropy of a multiclass model: issue 22) and a multiclass audit's classes.
+    A regression audit has no error-rate test (``error_rate_ratio.enabled`` is False)."""
 
     delta: float
     alpha: float
@@ -326,7 +332,7 @@ class IndividualFairnessDetails(MethodDetails):
     attack: AttackRun
     loss_ratio: LossRatioSummary
     error_rate_ratio: ErrorRateRatioSummary
-    label_flip_rate: float
+    label_flip_rate: float | None
     mean_loss_original: float
     mean_loss_mapped: float
     ratio_histogram: RatioHistogram | None
@@ -334,6 +340,9 @@ class IndividualFairnessDetails(MethodDetails):
     top_points: tuple[TopPoint, ...]
     displacement: Displacement
     per_group: dict[str, tuple[GroupRatio, ...]]
+    task: str = "binary"
+    loss: str = "cross-entropy"
+    classes: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, JSONValue]) -> MethodDetails:

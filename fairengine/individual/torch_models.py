@@ -516,7 +516,7 @@ class ModelAdapter:
         return err
 
 
-def _unwrap(model: Any) -> Any:
+def unwrap_model(model: Any) -> Any:
     """Peel MLflow pyfunc wrappers (duck-typed) down to the underlying model."""
     for _ in range(3):
         inner = None
@@ -538,7 +538,7 @@ def _is_supported(obj: Any) -> bool:
     return isinstance(obj, nn.Module) or hasattr(obj, "predict_proba")
 
 
-def _numeric_encoder(columns: list[str]) -> Callable[[pd.DataFrame], np.ndarray]:
+def numeric_encoder(columns: list[str]) -> Callable[[pd.DataFrame], np.ndarray]:
     def encode(frame: pd.DataFrame) -> np.ndarray:
         sub = frame.loc[:, columns]
         bad = [c for c in columns if not pd.api.types.is_numeric_dtype(sub[c].dtype)]
@@ -552,7 +552,7 @@ def _numeric_encoder(columns: list[str]) -> Callable[[pd.DataFrame], np.ndarray]
     return encode
 
 
-def _identity_decoder(columns: list[str]) -> Callable[[np.ndarray], pd.DataFrame]:
+def identity_decoder(columns: list[str]) -> Callable[[np.ndarray], pd.DataFrame]:
     return lambda Z: pd.DataFrame(np.asarray(Z), columns=columns)
 
 
@@ -594,11 +594,11 @@ def as_differentiable_model(
             f"black_box must be one of {list(BLACK_BOX_METHODS)}, got {black_box!r}"
         )
     cols = [str(c) for c in feature_columns]
-    inner = _unwrap(model)
+    inner = unwrap_model(model)
     if isinstance(inner, nn.Module):
         return ModelAdapter(
             TorchClassifier(inner, torch_output, description=f"torch {type(inner).__name__}"),
-            _numeric_encoder(cols), cols, cols, [], _identity_decoder(cols), True, "torch",
+            numeric_encoder(cols), cols, cols, [], identity_decoder(cols), True, "torch",
             f"torch module {type(inner).__name__}",
         )  # fmt: skip
     if not hasattr(inner, "predict_proba"):
@@ -611,8 +611,8 @@ def as_differentiable_model(
     if steps:
         pre = inner[:-1]
         final = inner[-1]
-        encode = _pipeline_encoder(pre)
-        names, sources, groups, decode = _describe_preprocessing(pre, cols)
+        encode = pipeline_encoder(pre)
+        names, sources, groups, decode = describe_preprocessing(pre, cols)
 
         def ref(frame: pd.DataFrame) -> np.ndarray:
             return np.asarray(inner.predict_proba(frame.loc[:, cols]))[:, pos]
@@ -623,8 +623,8 @@ def as_differentiable_model(
         kind = f"Pipeline[{type(final).__name__}]"
         target = final
     else:
-        encode = _numeric_encoder(cols)
-        names, sources, groups, decode = cols, cols, [], _identity_decoder(cols)
+        encode = numeric_encoder(cols)
+        names, sources, groups, decode = cols, cols, [], identity_decoder(cols)
 
         def ref(frame: pd.DataFrame) -> np.ndarray:
             return np.asarray(inner.predict_proba(frame.loc[:, cols]))[:, pos]
@@ -674,7 +674,7 @@ class _FlipModule(nn.Module):
         return -out if self.output == "logits" else 1.0 - out
 
 
-def _pipeline_encoder(pre: Any) -> Callable[[pd.DataFrame], np.ndarray]:
+def pipeline_encoder(pre: Any) -> Callable[[pd.DataFrame], np.ndarray]:
     def encode(frame: pd.DataFrame) -> np.ndarray:
         Z = pre.transform(frame)
         if hasattr(Z, "toarray"):
@@ -692,7 +692,7 @@ def _pipeline_encoder(pre: Any) -> Callable[[pd.DataFrame], np.ndarray]:
     return encode
 
 
-def _describe_preprocessing(
+def describe_preprocessing(
     pre: Any, cols: list[str]
 ) -> tuple[list[str], list[str], list[OneHotGroup], Callable[[np.ndarray], pd.DataFrame] | None]:
     """Encoded names, source column per encoded column, one-hot groups and a decoder for a

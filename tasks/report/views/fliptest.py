@@ -31,7 +31,85 @@ TEMPLATE = "methods/fliptest.html.j2"
 FLIPSET_WORDS = {
     "positive": "F+ (advantaged: positive → negative)",
     "negative": "F− (disadvantaged: negative → positive)",
+    "changed": "F (predicted class changes)",
 }
+VALUE_WORDS = {
+    "positive": "F+ (prediction ≥ δ higher than the counterpart's)",
+    "negative": "F− (prediction ≥ δ lower than the counterpart's)",
+}
+SHORT = {"positive": "F+", "negative": "F−", "changed": "F"}
+
+
+def _flip_note(details: FlipTestDetails) -> str:
+    """What a flip is in this audit (:mod:`fairengine.fliptest.outcomes`)."""
+    if details.flip == "value":
+        return (
+            f"A flip is a change of the prediction by at least δ = {fmt_number(details.delta)}: "
+            "F+ holds those whose prediction is at least δ higher than their counterpart's "
+            "(moving them to the target group lowers it), F− those whose prediction is at least "
+            "δ lower."
+        )
+    if details.flip == "class":
+        return (
+            "A flip is a change of the predicted class: F holds those whose counterpart gets "
+            "another class; the table of class changes counts them per (from, to) pair."
+        )
+    on = (
+        f"the decision prediction > {fmt_number(details.threshold)}"
+        if details.task == "regression"
+        else "the decision"
+    )
+    return (
+        f"Flips of {on}: F+ holds those whose positive decision becomes negative, F− the reverse."
+    )
+
+
+def _class_table(dr: Any) -> dict[str, Any] | None:
+    """A multiclass direction's (from, to) counts, with each class's counts in the source
+    sample, among the images and in the target sample."""
+    cf = dr.class_flips
+    if cf is None:
+        return None
+    return {
+        "classes": list(cf.classes),
+        "rows": [
+            {
+                "cls": c,
+                "cells": [fmt_count(v) for v in cf.transitions[i]],
+                "source": fmt_count(cf.source_counts[i]),
+                "mapped": fmt_count(cf.mapped_counts[i]),
+                "target": fmt_count(cf.target_counts[i]),
+                "out": fmt_count(cf.flipped_out[i]),
+                "in": fmt_count(cf.flipped_in[i]),
+            }
+            for i, c in enumerate(cf.classes)
+        ],
+    }
+
+
+def _summary_line(dr: Any) -> str:
+    """The sentence under a direction's heading: net flips and the DP gap (decisions), the
+    mean prediction shift (regression with δ), or the class-change total (multiclass)."""
+    n = fmt_count(dr.n_source)
+    if dr.prediction_shift is not None:
+        ps = dr.prediction_shift
+        return (
+            f"{n} source individuals; mean prediction {fmt_number(ps.mean_source)}, of their "
+            f"counterparts {fmt_number(ps.mean_mapped)} (target group "
+            f"{fmt_number(ps.mean_target)}; mean change {fmt_number(ps.mean_change)}); "
+            f"{fmt_rate(ps.unchanged_rate)} change by less than δ; net flips "
+            f"{fmt_count(dr.net_flips)}."
+        )
+    if dr.class_flips is not None:
+        changed = dr.flipsets.changed
+        return (
+            f"{n} source individuals; {fmt_count(None if changed is None else changed.count)} "
+            "get another class as their counterpart."
+        )
+    return (
+        f"{n} source individuals; net flips {fmt_count(dr.net_flips)} (demographic-parity count "
+        f"gap {fmt_count(dr.dp_count_gap)})."
+    )
 
 
 def view(result: MethodResult) -> dict[str, Any]:
@@ -40,6 +118,7 @@ def view(result: MethodResult) -> dict[str, Any]:
     the marginal distributions of flipset members versus their group."""
     details = result.details
     assert isinstance(details, FlipTestDetails)
+    words = VALUE_WORDS if details.flip == "value" else FLIPSET_WORDS
     directions: list[dict[str, Any]] = []
     for pair in details.pairs:
         for dr in pair.directions:
@@ -49,7 +128,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                 null = fs.permutation_null
                 flips.append(
                     {
-                        "kind": FLIPSET_WORDS.get(kind, kind),
+                        "kind": words.get(kind, kind),
                         "count": fmt_count(fs.count),
                         "rate": with_interval(
                             {"estimate": fs.rate, "low": fs.ci[0], "high": fs.ci[1]}
@@ -82,7 +161,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                     for f in feats
                 ]
                 svg = interval_forest_svg(
-                    f"Mean change in {FLIPSET_WORDS.get(kind, kind)[:2]}, {head}",
+                    f"Mean change in {SHORT.get(kind, kind)}, {head}",
                     [f.feature for f in feats],
                     [
                         {
@@ -99,7 +178,7 @@ def view(result: MethodResult) -> dict[str, Any]:
                 )
                 reports.append(
                     {
-                        "kind": FLIPSET_WORDS.get(kind, kind),
+                        "kind": words.get(kind, kind),
                         "n": fmt_count(tr.n),
                         "stability": fmt_rate(tr.rank_stability_mean_difference),
                         "rows": rows,
@@ -107,28 +186,18 @@ def view(result: MethodResult) -> dict[str, Any]:
                     }
                 )
             for feature, h in list(dr.histograms.items())[:6]:
+                series = [{"name": dr.source, "color": SERIES_COLORS[2], "counts": list(h.group)}]
+                for color, (kind, counts) in zip(
+                    (SERIES_COLORS[0], SERIES_COLORS[1]),
+                    [(k, getattr(h, k)) for k in ("positive", "negative", "changed")
+                     if getattr(h, k) is not None],
+                    strict=False,
+                ):  # fmt: skip
+                    series.append({"name": SHORT[kind], "color": color, "counts": list(counts)})
                 plots.append(
                     Markup(
                         marginal_overlay_svg(
-                            f"{feature}: {dr.source} vs its flipsets",
-                            list(h.edges),
-                            [
-                                {
-                                    "name": dr.source,
-                                    "color": SERIES_COLORS[2],
-                                    "counts": list(h.group),
-                                },
-                                {
-                                    "name": "F+",
-                                    "color": SERIES_COLORS[0],
-                                    "counts": list(h.positive),
-                                },
-                                {
-                                    "name": "F−",
-                                    "color": SERIES_COLORS[1],
-                                    "counts": list(h.negative),
-                                },
-                            ],
+                            f"{feature}: {dr.source} vs its flipsets", list(h.edges), series
                         )
                     )
                 )
@@ -137,8 +206,8 @@ def view(result: MethodResult) -> dict[str, Any]:
                     "title": head,
                     "anchor": slug("ft", len(directions), head),
                     "n": fmt_count(dr.n_source),
-                    "net": fmt_count(dr.net_flips),
-                    "dp_gap": fmt_count(dr.dp_count_gap),
+                    "summary": _summary_line(dr),
+                    "classes": _class_table(dr),
                     "flips": flips,
                     "reports": reports,
                     "plots": plots,
@@ -147,7 +216,8 @@ def view(result: MethodResult) -> dict[str, Any]:
     return {
         "estimator": details.estimator or DASH,
         "mode": details.mode or DASH,
-        "identity_note": details.identity_note,
+        "identity_note": details.identity_note if details.flip == "decision" else "",
+        "flip_note": _flip_note(details),
         "units": details.units,
         "directions": directions,
     }

@@ -23,6 +23,13 @@ from tasks.report.plots import (
     null_histogram_svg,
 )
 
+OUTPUT_HEADINGS = {
+    "binary": "P(y=1): original → mapped",
+    "regression": "Prediction: original → mapped",
+    "multiclass": "P(own class): original → mapped",
+}
+"""The heading of the model-output column of the top points, per task."""
+
 METHOD = "individual_fairness"
 DETAILS = IndividualFairnessDetails
 TEMPLATE = "methods/individual_fairness.html.j2"
@@ -45,7 +52,7 @@ def view(result: MethodResult) -> dict[str, Any]:
             "pvalue": fmt_pvalue(t.pvalue),
         }
 
-    tests = [test_row("Mean loss ratio E[ℓ(Φ(x))/ℓ(x)]", d.loss_ratio)]
+    tests = [test_row(f"Mean loss ratio E[ℓ(Φ(x))/ℓ(x)], {d.loss}", d.loss_ratio)]
     if d.error_rate_ratio.enabled:
         tests.append(test_row("Error-rate ratio", d.error_rate_ratio))
     plots = []
@@ -95,12 +102,14 @@ def view(result: MethodResult) -> dict[str, Any]:
                 ),
             }
         )
+    regression = d.task == "regression"
+    show = fmt_number if regression else fmt_rate  # a prediction, or a probability
     top = [
         {
             "row": fmt_value(p.row),
-            "label": fmt_value(p.label),
+            "label": fmt_number(p.label) if regression else fmt_value(p.label),
             "ratio": fmt_number(p.ratio),
-            "proba": f"{fmt_rate(p.proba_original)} → {fmt_rate(p.proba_mapped)}",
+            "proba": f"{show(p.proba_original)} → {show(p.proba_mapped)}",
             "changes": ", ".join(f"{k} {v:+.3g}" for k, v in p.largest_changes.items()),
         }
         for p in d.top_points
@@ -125,6 +134,8 @@ def view(result: MethodResult) -> dict[str, Any]:
         "attack": f"λ = {fmt_value(attack.lam)}, {fmt_value(attack.steps)} "
         f"steps of size {fmt_value(attack.eta)} ({fmt_value(attack.schedule)})",
         "tests": tests,
+        "output": OUTPUT_HEADINGS.get(d.task, OUTPUT_HEADINGS["binary"]),
+        "errors": d.error_rate_ratio.enabled,
         "plots": plots,
         "top": top,
         "groups": groups,
