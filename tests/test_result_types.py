@@ -315,7 +315,8 @@ def test_fliptest_details_of_format_1_decode(name: str, null_keys: list[str]) ->
     """FlipTest results written before typed details (``tests/data``: one through the audit's
     registry with its map cache, one direct call without validation) read as today's type and
     give the same JSON again, except for the keys that were absent and are now written as null:
-    ``map_cache`` (a direct call) and each direction's ``validation`` (``validate: false``)."""
+    ``map_cache`` (a direct call) and each direction's ``validation`` (``validate: false``), and
+    the fields of regression and multiclass audits, written with their binary defaults."""
     from fairengine.fliptest.result import FlipTestDetails
 
     stored = json.loads((DATA / name).read_text())
@@ -328,6 +329,16 @@ def test_fliptest_details_of_format_1_decode(name: str, null_keys: list[str]) ->
         for pair in expected["pairs"]:
             for direction in pair["directions"]:
                 direction["validation"] = None
+    # the fields of other tasks (issue 22), absent before and written with their binary defaults
+    expected |= {"task": "binary", "flip": "decision", "delta": None, "classes": []}
+    for pair in expected["pairs"]:
+        pair["forward_reverse_counts"]["changed_vs_reverse_changed"] = None
+        for direction in pair["directions"]:
+            direction["flipsets"]["changed"] = None
+            direction["transparency"]["changed"] = None
+            direction |= {"prediction_shift": None, "class_flips": None}
+            for histogram in direction["histograms"].values():
+                histogram["changed"] = None
     assert r.to_dict()["details"] == expected
 
 
@@ -409,6 +420,8 @@ def test_individual_fairness_details_of_format_1_decode(name: str, kind: str) ->
     if kind == "IndividualFairnessDetails":
         assert "share_in_sensitive_subspace" not in expected["displacement"]
         expected["displacement"]["share_in_sensitive_subspace"] = None
+        # the task and its loss (issue 22), absent before: a binary audit's cross-entropy
+        expected |= {"task": "binary", "loss": "cross-entropy", "classes": []}
     assert r.to_dict()["details"] == expected
 
 
