@@ -235,7 +235,7 @@ def _convert(estimator: Any, task: str, classes: tuple[str, ...]) -> tuple[nn.Mo
     if name == "LogisticRegression" and hasattr(estimator, "coef_") and model_classes is not None:
         coef = np.asarray(estimator.coef_, dtype=np.float64)
         intercept = np.ravel(np.asarray(estimator.intercept_, dtype=np.float64))
-        multi = getattr(estimator, "multi_class", "auto")
+        multi = getattr(estimator, "multi_class", "auto")  # (scikit-learn < 1.8)
         if len(model_classes) > 2 and (multi == "ovr" or estimator.solver == "liblinear"):
             raise ModelLoadError(
                 f"{name} is one-vs-rest (multi_class='ovr' or solver='liblinear'): its "
