@@ -25,7 +25,10 @@ from fairengine.regression.permutation import pair_permutation_tests
 from fairengine.regression.resampler import RegressionResampler
 from fairengine.roles import ColumnRoles
 
-BINARY_METHODS = [m.name for m in METHODS if m.applies_to("binary")]
+BINARY_METHODS = [
+    m.name for m in METHODS if m.applies_to("binary") and not m.applies_to("regression")
+]
+"""The methods of binary audits only (FlipTest and individual fairness apply to regression)."""
 
 
 def _frame(n: int = 1200, shift: float = 0.6, seed: int = 0) -> pd.DataFrame:
@@ -151,7 +154,12 @@ def test_a_regression_audit_runs_only_the_methods_defined_for_it(regression_audi
     assert status["regression_metrics"][0] == "ok"
     for name in status.keys() - {"regression_metrics"}:
         assert status[name][0] == "not_run"
-        assert status[name][1].startswith("not applicable to a regression audit")
+        assert status[name][1].startswith("not applicable to a regression audit") or (
+            name in ("fliptest", "individual_fairness")  # defined for regression, not run here
+        )
+    # FlipTest is disabled by default; the gradient-flow test needs the model itself
+    assert status["fliptest"][1] == "disabled in the config (methods.fliptest.enabled)"
+    assert status["individual_fairness"][1].startswith("needs the model itself")
     for name in BINARY_METHODS:
         assert status[name][1].startswith("not applicable to a regression audit")
         assert "defined for binary classifiers" in status[name][1]
@@ -180,7 +188,9 @@ def test_the_report_lists_the_inapplicable_methods_on_one_line(regression_audit)
         "classifiers; rankings):" in html
     )
     assert "FlipTest (optimal-transport flipsets)" in html
-    assert html.count('<section class="method ') == 1  # only the method that ran
+    # the method that ran, and the two defined for regression that did not run (with why)
+    assert html.count('<section class="method ') == 3
+    assert "disabled in the config (methods.fliptest.enabled)" in html
     assert "values (regression)" in html
 
 

@@ -44,7 +44,7 @@ def _flip_note(details: FlipTestDetails) -> str:
     """What a flip is in this audit (:mod:`fairengine.fliptest.outcomes`)."""
     if details.flip == "value":
         return (
-            f"A flip is a change of the prediction by at least δ = {fmt_number(details.delta)}: "
+            f"A flip is a change of the prediction by at least δ = {details.delta:g}: "
             "F+ holds those whose prediction is at least δ higher than their counterpart's "
             "(moving them to the target group lowers it), F− those whose prediction is at least "
             "δ lower."
