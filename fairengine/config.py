@@ -32,6 +32,7 @@ import yaml
 
 from fairengine.errors import ConfigError
 from fairengine.fliptest.config import FlipTestConfig
+from fairengine.fliptest.config import check_task as check_fliptest_task
 from fairengine.group_metrics.config import GroupMetricsConfig
 from fairengine.group_parity.config import GroupParityConfig
 from fairengine.individual.config import IndividualConfig
@@ -430,6 +431,8 @@ class AuditConfig:
 
     def __post_init__(self) -> None:
         self._check_task()
+        if self.methods.fliptest.enabled and self.task != "ranking":
+            check_fliptest_task(self.methods.fliptest, self.task)
         if self.score_type not in SCORE_TYPES:
             raise ConfigError(
                 f"score_type must be one of {list(BINARY_SCORE_TYPES)}, got {self.score_type!r}"

@@ -14,6 +14,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import fairengine
 from fairengine.datasets import make_proxy_shift
+from fairengine.errors import ConfigError
 
 FLIPTEST = {
     "enabled": True, "n_permutations": 19, "n_selfmap": 19, "n_bootstrap": 9,
@@ -100,10 +101,9 @@ def test_the_multiclass_audit_runs_both_methods(multiclass_audit) -> None:
     _no_empty_cells(ind)
 
 
-def test_a_regression_fliptest_without_delta_fails_with_the_setting_named(
-    session_tmp: Path,
-) -> None:
-    res = _audit("regression", session_tmp / "no-delta")
-    ft = res.method("fliptest")
-    assert ft.status == "failed"
-    assert "methods.fliptest.delta is required in a regression audit" in (ft.reason or "")
+def test_a_regression_fliptest_without_delta_is_a_config_error(session_tmp: Path) -> None:
+    """Found when the config is read (before any data or model is loaded), naming the key."""
+    with pytest.raises(ConfigError, match=r"methods\.fliptest\.delta is required in a regression"):
+        _audit("regression", session_tmp / "no-delta")
+    with pytest.raises(ConfigError, match=r"methods\.fliptest\.delta applies to regression"):
+        _audit("multiclass", session_tmp / "delta", delta=0.2)

@@ -166,3 +166,44 @@ def pair_threads(config: FlipTestConfig) -> int:
     if config.n_jobs is not None:
         return int(config.n_jobs)
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def check_task(config: FlipTestConfig, task: str) -> None:
+    """Raise :class:`ConfigError` naming the setting of ``config`` that does not fit an audit
+    of ``task`` (:mod:`fairengine.fliptest.outcomes`): a regression audit needs ``delta`` or
+    ``threshold`` (not both) and maps whole groups; ``delta`` applies to regression only,
+    ``threshold`` not to multiclass, and a binary audit's threshold is on P(y=1), in [0, 1].
+    Checked when the audit config is read (FlipTest enabled) and when FlipTest runs."""
+    if task == "regression":
+        if config.mode != "demographic_parity":
+            raise ConfigError(
+                "methods.fliptest.mode: equalized_odds maps within true-label strata, which a "
+                "regression audit's real-valued target does not have; use demographic_parity"
+            )
+        if config.delta is not None and config.threshold is not None:
+            raise ConfigError(
+                "methods.fliptest: give delta (a change of the prediction by at least delta is a "
+                "flip) or threshold (the decision prediction > threshold flips), not both"
+            )
+        if config.delta is None and config.threshold is None:
+            raise ConfigError(
+                "methods.fliptest.delta is required in a regression audit: the smallest change "
+                "of the prediction (in its units) that counts as a flip, e.g. delta: 0.5; or "
+                "set methods.fliptest.threshold to flip the decision prediction > threshold"
+            )
+        return
+    if config.delta is not None:
+        raise ConfigError(
+            f"methods.fliptest.delta applies to regression audits; this is a {task} audit "
+            "(remove it)"
+        )
+    if task == "multiclass" and config.threshold is not None:
+        raise ConfigError(
+            "methods.fliptest.threshold does not apply to a multiclass audit (a flip is a "
+            "change of the predicted class); remove it"
+        )
+    if task == "binary" and config.threshold is not None and not 0.0 <= config.threshold <= 1.0:
+        raise ConfigError(
+            "methods.fliptest.threshold must be in [0, 1] or null in a binary audit (a "
+            f"threshold on P(y=1)), got {config.threshold!r}"
+        )

@@ -27,7 +27,7 @@ from fairengine.dataset import AuditDataset
 from fairengine.devices import resolve_device
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.finding_keys import key_token, pair_token, part_token
-from fairengine.fliptest.config import FlipTestConfig, pair_threads
+from fairengine.fliptest.config import FlipTestConfig, check_task, pair_threads
 from fairengine.fliptest.flipsets import REFIT_EPSILON_FACTORS
 from fairengine.fliptest.outcomes import BINARY, FlipRule, class_transitions
 from fairengine.fliptest.result import (
@@ -94,45 +94,13 @@ def flip_rule(dataset: AuditDataset, config: FlipTestConfig) -> FlipRule:
     a regression audit with ``delta``; a change of class for a multiclass audit. Raises
     :class:`ConfigError` naming the setting that is missing or does not apply."""
     task = dataset.task
-    if task == "regression":
-        if config.mode != "demographic_parity":
-            raise ConfigError(
-                "methods.fliptest.mode: equalized_odds maps within true-label strata, which a "
-                "regression audit's real-valued target does not have; use demographic_parity"
-            )
-        if config.delta is not None and config.threshold is not None:
-            raise ConfigError(
-                "methods.fliptest: give delta (a change of the prediction by at least delta is a "
-                "flip) or threshold (the decision prediction > threshold flips), not both"
-            )
-        if config.threshold is not None:
-            return BINARY
-        if config.delta is None:
-            raise ConfigError(
-                "methods.fliptest.delta is required in a regression audit: the smallest change "
-                "of the prediction (in its units) that counts as a flip, e.g. delta: 0.5; or "
-                "set methods.fliptest.threshold to flip the decision prediction > threshold"
-            )
-        return FlipRule("value", float(config.delta))
-    if config.delta is not None:
-        raise ConfigError(
-            f"methods.fliptest.delta applies to regression audits; this is a {task} audit "
-            "(remove it)"
-        )
-    if task == "multiclass":
-        if config.threshold is not None:
-            raise ConfigError(
-                "methods.fliptest.threshold does not apply to a multiclass audit (a flip is a "
-                "change of the predicted class); remove it"
-            )
-        return FlipRule("class")
-    if task != "binary":
+    if task not in ("binary", "regression", "multiclass"):
         raise ConfigError(f"FlipTest is not defined for a {task} audit")
-    if config.threshold is not None and not 0.0 <= config.threshold <= 1.0:
-        raise ConfigError(
-            "methods.fliptest.threshold must be in [0, 1] or null in a binary audit (a "
-            f"threshold on P(y=1)), got {config.threshold!r}"
-        )
+    check_task(config, task)
+    if task == "regression" and config.delta is not None:
+        return FlipRule("value", float(config.delta))
+    if task == "multiclass":
+        return FlipRule("class")
     return BINARY
 
 
