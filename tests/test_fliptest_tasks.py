@@ -224,6 +224,7 @@ def test_regression_fliptest_on_the_proxy_shift_example() -> None:
     assert ps.mean_change == pytest.approx(ps.mean_mapped - ps.mean_source, abs=1e-12)
     assert ps.mean_change > 0.2  # B's counterparts are predicted higher
     assert ba.source_positive is None and ba.dp_count_gap is None
+    assert ba.transparency.negative.ranking_mean_difference[0] == "x2"  # the biased proxy
     assert ba.net_flips == ba.flipsets.positive.count - ba.flipsets.negative.count
 
 
