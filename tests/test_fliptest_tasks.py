@@ -289,3 +289,13 @@ def test_the_new_details_round_trip_through_json() -> None:
         back = MethodResult.from_dict(json.loads(text))
         assert type(back.details) is type(res.details)
         assert json.dumps(back.to_dict(), allow_nan=False) == text
+
+
+def test_a_binary_threshold_is_a_probability() -> None:
+    from fairengine.fliptest.config import check_task
+
+    with pytest.raises(ConfigError, match=r"threshold must be in \[0, 1\] or null in a binary"):
+        check_task(FlipTestConfig(threshold=1.5), "binary")
+    check_task(FlipTestConfig(threshold=1.5), "regression")  # a threshold on the prediction
+    with pytest.raises(ConfigError, match=r"methods\.fliptest\.threshold must be a number"):
+        FlipTestConfig(threshold=float("nan"))
