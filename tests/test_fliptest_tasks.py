@@ -146,8 +146,9 @@ def _class_model(x: np.ndarray, group: str) -> np.ndarray:
 def test_the_flipset_test_holds_its_level_under_the_null_and_has_power(rule, decide) -> None:
     """Under the FlipTest null (groups with one feature distribution, a model blind to the
     group) the label-permutation test is exact: P(p <= 0.05) = 1/20 with 19 refits (less with
-    ties). Over 160 simulated pairs the rejection rate of each flipset lies within 3 Monte-Carlo
-    standard errors of α = 0.05 from above (SE = 0.017). With group b's second feature shifted
+    ties). Over 160 simulated pairs the rejection rate of each flipset is at most α = 0.05 plus
+    3 Monte-Carlo standard errors (SE = 0.017; 0.038-0.041 over 1,000 pairs in
+    ``benchmarks/fliptest_individual_tasks.py``). With group b's second feature shifted
     by 1.5 (a proxy the model reads, changing the prediction by 1.2) the flipsets of at least
     90 % of 20 pairs are beyond every permutation refit (δ = 0.6 for regression)."""
     alpha, n_sim = 0.05, 160
@@ -155,8 +156,10 @@ def test_the_flipset_test_holds_its_level_under_the_null_and_has_power(rule, dec
     se = np.sqrt(alpha * (1 - alpha) / n_sim)
     rates = (p0 <= alpha + 1e-12).mean(axis=0)
     assert np.all(rates <= alpha + 3 * se), rates
-    # and not degenerate: the p-values spread over (0, 1] (mean near 1/2 + 1/40 for 19 refits)
-    assert np.all(np.abs(p0.mean(axis=0) - 0.525) < 4 * 0.29 / np.sqrt(n_sim))
+    # and not degenerate: the p-values spread over (0, 1] (mean 1/2 + 1/40 for an exact test
+    # without ties; ties of the flip counts raise it: 0.56-0.60 over 1,000 pairs, benchmarks/)
+    # (a broken null, all p = 1 or all at the floor, lies far outside)
+    assert np.all((p0.mean(axis=0) > 0.45) & (p0.mean(axis=0) < 0.7))
     if rule.outcome == "value":  # a linear map shifts every prediction alike: the rate is
         # near 0 or 1, and a permuted split shifts the mean by ~0.16 (SD): test above that
         rule = FlipRule("value", 0.6)
