@@ -71,6 +71,46 @@ def test_the_squared_loss_ratio_of_a_linear_model_has_its_closed_form(estimator)
     np.testing.assert_allclose(grad.numpy(), 2 * r[:, None] * w[None, :], rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("free", ["fair", "along_w"])
+def test_the_attack_on_a_linear_regressor_has_a_closed_form(free: str) -> None:
+    """The attack's Euler step d <- d + η(2 r w − 2λΣd) on f(x) = wᵀx + b is linear in the
+    residual r0: d_k = r0 v_k with v_{k+1} = v_k + η(2(1 + wᵀv_k) w − 2λΣ v_k), v_0 = 0, so
+    every row ends with residual r0 (1 + wᵀv_T) and the same squared-loss ratio
+    (1 + wᵀv_T)². Σ = I − u uᵀ leaves u free: a fair direction (wᵀu = 0, the model does not
+    change along it; the attack pays for every move that changes f) or one along w (free
+    gains: a far larger ratio). With u fair the flow's fixed point gives the ratio
+    (λ / (λ − |w|²))² in closed form."""
+    from fairengine.individual.attack import gradient_flow
+    from fairengine.individual.fair_metric import MahalanobisMetric
+
+    df = _regression_frame(n=200, seed=4)
+    model = LinearRegression().fit(df[COLS], df["y"])
+    w = model.coef_
+    u = np.cross(w, [0.0, 0.0, 1.0]) if free == "fair" else w + np.array([0.3, 0.0, 0.0])
+    u = u / np.linalg.norm(u)
+    sigma = np.eye(3) - np.outer(u, u)
+    X, y = df[COLS].to_numpy(), df["y"].to_numpy()
+    adapter = task_model(model, COLS, "regression")
+    lam, eta, steps = 50.0, 0.01, 60  # the defaults λ, η; λ > |w|² keeps costly moves bounded
+    metric = MahalanobisMetric(sigma).fit(X)
+    flow = gradient_flow(adapter.classifier, X, y, metric, lam=lam, eta=eta, steps=steps)
+    v = np.zeros(3)
+    for _ in range(steps):
+        v = v + eta * (2 * (1 + w @ v) * w - 2 * lam * sigma @ v)
+    r0 = model.predict(df[COLS]) - y
+    growth = (1 + w @ v) ** 2
+    np.testing.assert_allclose(flow.loss_original, r0**2, rtol=1e-10)
+    np.testing.assert_allclose(flow.loss_mapped, r0**2 * growth, rtol=1e-8)
+    np.testing.assert_allclose(flow.X - X, r0[:, None] * v[None, :], rtol=1e-8, atol=1e-12)
+    if free == "fair":
+        # only costly moves change f: the flow settles at v = (1 + wᵀv) w / λ, so the ratio is
+        # (λ / (λ − |w|²))² for every row (λ > |w|²; here 60 steps converge to 1e-40)
+        assert abs(w @ u) < 1e-12
+        assert growth == pytest.approx((lam / (lam - w @ w)) ** 2, rel=1e-9)
+    else:
+        assert growth > 10.0  # a free direction that changes f: the loss explodes
+
+
 def test_a_pipeline_and_a_torch_module_are_differentiated_in_their_input_space() -> None:
     df = _regression_frame(seed=1)
     pipe = make_pipeline(StandardScaler(), Ridge()).fit(df[COLS], df["y"])
