@@ -302,3 +302,17 @@ def test_a_binary_threshold_is_a_probability() -> None:
     check_task(FlipTestConfig(threshold=1.5), "regression")  # a threshold on the prediction
     with pytest.raises(ConfigError, match=r"methods\.fliptest\.threshold must be a number"):
         FlipTestConfig(threshold=float("nan"))
+
+
+def test_multiclass_equalized_odds_maps_within_each_true_class() -> None:
+    """``mode: equalized_odds`` in a multiclass audit maps within each true class (one map per
+    class stratum), as the binary mode does within y = 0 and y = 1."""
+    ds, model = _proxy("multiclass", n=2400)
+    cfg = FlipTestConfig(**{**SMALL, "mode": "equalized_odds", "max_per_group": 500})
+    res = run_fliptest(ds, cfg, predict_proba=model.predict, seed=1)
+    assert res.status == "ok"
+    direction = res.details.pairs[0].directions[0]
+    assert [m.stratum for m in direction.maps] == ["label_0", "label_1", "label_2"]
+    moves = np.asarray(direction.class_flips.transitions)
+    assert moves.sum() == direction.n_source
+    assert moves.sum() - np.trace(moves) == direction.flipsets.changed.count
