@@ -7,6 +7,8 @@ transport maps, transparency reports, nulls, bootstrap refits and flip frequenci
   Definition 4.3 and the flipset marginals.
 * :func:`flip_test`, :class:`FlipTestResult`, :class:`FlipsetTest` — the statistics (§4.4 of
   ``fliptest_ot.md``).
+* :class:`FlipRule`, :func:`class_transitions` — what a flip is for binary, regression (a change
+  of the prediction by at least δ) and multiclass (a change of class) audits (issue 22).
 """
 
 from typing import TYPE_CHECKING
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from fairengine.fliptest.config import FlipTestConfig
     from fairengine.fliptest.flipsets import Flipsets, compute_flipsets, fit_images, flipset_masks
     from fairengine.fliptest.method import METHOD, run_fliptest
+    from fairengine.fliptest.outcomes import FlipRule, class_transitions
     from fairengine.fliptest.statistics import FlipsetTest, FlipTestResult, flip_test
     from fairengine.fliptest.transparency import (
         TransparencyReport,
@@ -35,6 +38,8 @@ __getattr__, __dir__ = lazy_exports(
         "flipset_masks": "flipsets",
         "METHOD": "method",
         "run_fliptest": "method",
+        "FlipRule": "outcomes",
+        "class_transitions": "outcomes",
         "FlipsetTest": "statistics",
         "FlipTestResult": "statistics",
         "flip_test": "statistics",
@@ -47,11 +52,13 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "METHOD",
+    "FlipRule",
     "FlipTestConfig",
     "FlipTestResult",
     "FlipsetTest",
     "Flipsets",
     "TransparencyReport",
+    "class_transitions",
     "compute_flipsets",
     "fit_images",
     "flip_test",

@@ -3,7 +3,9 @@
 Fair metrics (sensitive subspace, SVD, FACE, EXPLORE, user Mahalanobis / discounted
 directions), the gradient-flow attack (Algorithm 1, batched in torch), the mean loss-ratio and
 error-rate-ratio tests, model adapters (torch modules, sklearn LogisticRegression / MLPClassifier
-/ Pipelines converted to torch, black boxes) and the audit entry point
+/ Pipelines converted to torch, black boxes), regression models (squared loss) and multiclass
+classifiers (softmax cross-entropy) for the regression and multiclass audits
+(:func:`task_model`, :class:`TorchTaskModel`), and the audit entry point
 :func:`run_individual_fairness`.
 """
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
         error_rate_ratio_test,
         loss_ratio_test,
     )
+    from fairengine.individual.task_models import TorchTaskModel, task_loss, task_model
     from fairengine.individual.torch_models import (
         BlackBoxClassifier,
         ModelAdapter,
@@ -63,6 +66,9 @@ __getattr__, __dir__ = lazy_exports(
         "TorchClassifier": "torch_models",
         "as_differentiable_model": "torch_models",
         "sklearn_to_torch": "torch_models",
+        "TorchTaskModel": "task_models",
+        "task_loss": "task_models",
+        "task_model": "task_models",
     },
 )
 
@@ -81,6 +87,7 @@ __all__ = [
     "SVDSensitiveSubspaceMetric",
     "SensitiveSubspaceMetric",
     "TorchClassifier",
+    "TorchTaskModel",
     "as_differentiable_model",
     "error_rate_ratio_test",
     "explore_pairs",
@@ -89,4 +96,6 @@ __all__ = [
     "project_simplex",
     "run_individual_fairness",
     "sklearn_to_torch",
+    "task_loss",
+    "task_model",
 ]
