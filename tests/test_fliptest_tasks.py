@@ -316,3 +316,26 @@ def test_multiclass_equalized_odds_maps_within_each_true_class() -> None:
     moves = np.asarray(direction.class_flips.transitions)
     assert moves.sum() == direction.n_source
     assert moves.sum() - np.trace(moves) == direction.flipsets.changed.count
+
+
+def test_a_regression_threshold_runs_the_binary_flipsets_and_says_so() -> None:
+    """``threshold`` in a regression audit: the decision f(x) > t flips as in a binary audit
+    (findings ``fliptest_pos``/``fliptest_neg`` with the decisions' counts and the
+    demographic-parity gap), and the readings and the report name the threshold."""
+    from tasks.report.views.fliptest import view
+
+    ds, model = _proxy("regression")
+    res = run_fliptest(ds, FlipTestConfig(**SMALL, threshold=0.5), predict_proba=model.predict)
+    d = res.details
+    assert d.flip == "decision" and d.threshold == 0.5 and d.delta is None
+    ba = d.pairs[0].directions[1]
+    assert ba.prediction_shift is None and ba.source_positive is not None
+    assert ba.net_flips == ba.source_positive - ba.mapped_positive
+    got = {f.key: f for f in res.findings}
+    assert (
+        "get a prediction at most 0.5 while their transported counterpart in A gets one above"
+        in (got["fliptest_neg.group.B_A"].reading)
+    )
+    rendered = view(res)
+    assert "Flips of the decision prediction > 0.5" in rendered["flip_note"]
+    assert "demographic-parity count gap" in rendered["directions"][0]["summary"]

@@ -55,7 +55,7 @@ def _flip_note(details: FlipTestDetails) -> str:
             "another class; the table of class changes counts them per (from, to) pair."
         )
     on = (
-        f"the decision prediction > {fmt_number(details.threshold)}"
+        f"the decision prediction > {details.threshold:g}"
         if details.task == "regression"
         else "the decision"
     )
