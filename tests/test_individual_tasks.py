@@ -40,7 +40,7 @@ def _regression_frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 
 def _t(a: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(a, dtype=np.float64))
+    return torch.as_tensor(np.array(a, dtype=np.float64))  # a writable copy
 
 
 # ------------------------------------------------------------------------- squared loss
