@@ -664,6 +664,20 @@ def _predicted_classes(
     return ModelScores(arr, source, notes, probability)
 
 
+def served_classes(output: Any, raw: Any) -> np.ndarray:
+    """A multiclass pyfunc's output as one class per row: its classes as they are, or, for a
+    pyfunc serving class probabilities (n, K), the class (``classes_``) of each row's most
+    probable column (as :func:`_predicted_classes` reads it for the audit's rows)."""
+    values = output.to_numpy() if hasattr(output, "to_numpy") else output
+    arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        return arr[:, 0]
+    classes = _class_names(raw)
+    if arr.ndim == 2 and classes is not None and len(classes) == arr.shape[1]:
+        return np.asarray(classes, dtype=object)[np.argmax(arr, axis=1)]
+    return arr
+
+
 def _class_names(raw: Any) -> tuple[str, ...] | None:
     """The estimator's ``classes_`` as class text, or None when it has none."""
     classes = getattr(raw, "classes_", None) if raw is not None else None
@@ -771,7 +785,7 @@ def model_handles(
     def predict_proba(features: pd.DataFrame) -> np.ndarray:
         prepared = model_input.prepare(features)
         if score_type == "class":  # a multiclass model's predicted classes, as it returns them
-            return np.asarray(pyfunc.predict(prepared))
+            return served_classes(pyfunc.predict(prepared), raw)
         scores = source_scores(pyfunc, source, prepared)
         return to_probability(scores, score_type)  # type: ignore[arg-type]
 

@@ -177,10 +177,14 @@ def test_a_pyfunc_serving_predict_proba_is_read_as_probabilities(session_tmp: Pa
         )
     res = fairengine.audit(
         df[["x", "g", "y"]], label="y", protected=["g"], model=info.model_uri,
-        task="multiclass", methods={"multiclass_metrics": {"n_permutations": 99}},
-        output={"dir": str(session_tmp / "mc-proba-pyfunc")},
+        task="multiclass", output={"dir": str(session_tmp / "mc-proba-pyfunc")},
+        methods={"multiclass_metrics": {"n_permutations": 99}, "fliptest": {
+            "enabled": True, "n_permutations": 19, "n_selfmap": 19, "n_bootstrap": 19,
+            "max_per_group": 150}},
     )  # fmt: skip
     assert "class probabilities (3 columns)" in (res.model.score_description or "")
+    statuses = {m.method: m.status for m in res.methods}
+    assert statuses["fliptest"] == "ok", res.method("fliptest").reason  # on the argmax classes
     predicted = model.classes_[np.argmax(model.predict_proba(df[["x"]]), axis=1)]
     got = {f.key: f.estimate for f in res.findings()}
     in_b = df.g.to_numpy() == "b"
