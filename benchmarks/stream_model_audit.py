@@ -8,11 +8,17 @@ Measured: the audit's wall time and peak RSS, its step timings (``audit.json``),
 own ``predict_proba`` on the same 10M rows in memory (the cost of the scoring itself), each as
 seconds per million rows.
 
+``--row-methods``: group parity plus the methods that need rows (FlipTest, individual
+fairness, mitigation), which a streamed audit runs on the self-weighting subsample of its
+stratified sample (:mod:`fairengine.streaming.self_weighting`); the table then also gives the
+subsample's size and f.
+
 Usage::
 
-    .venv/bin/python benchmarks/stream_model_audit.py [--rows 10] [--out …]
+    .venv/bin/python benchmarks/stream_model_audit.py [--rows 10] [--row-methods] [--out …]
 
-Writes ``benchmarks/results/stream_model_audit.md``.
+Writes ``benchmarks/results/stream_model_audit.md`` (``stream_row_methods.md`` with
+``--row-methods``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -65,8 +72,13 @@ def write_data(folder: Path, rows: int, seed: int = 0) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=10, help="millions of rows (a multiple of 2)")
-    ap.add_argument("--out", type=Path, default=RESULTS / "stream_model_audit.md")
+    ap.add_argument("--row-methods", action="store_true", help="group parity + the row methods")
+    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    if args.out is None:
+        name = "stream_row_methods.md" if args.row_methods else "stream_model_audit.md"
+        args.out = RESULTS / name
+    chosen = ("group_parity", *ROW_METHODS) if args.row_methods else COUNT_METHODS
     rows = args.rows * 1_000_000
     home = Path(tempfile.mkdtemp(prefix="fairengine-stream-model-"))
     env = {
@@ -111,7 +123,7 @@ def main() -> None:
         "data": {"path": str(home / "data"), "engine": "stream"},
         "columns": {"label": "y", "protected": ["race", "sex"], "features": FEATURES},
         "model": {"uri": uri},
-        "methods": {m: {"enabled": m in COUNT_METHODS} for m in (*COUNT_METHODS, *ROW_METHODS)},
+        "methods": {m: {"enabled": m in chosen} for m in (*COUNT_METHODS, *ROW_METHODS)},
         "output": {"dir": str(home / "reports")},
     }
     path = home / "audit.yaml"
@@ -138,12 +150,14 @@ def main() -> None:
         f"- machine: {platform.system().lower()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}; 1-min load average {load:.1f} at the end (other jobs "
         "shared the cores)",
-        f"- command: `.venv/bin/python benchmarks/stream_model_audit.py --rows {args.rows}`",
+        f"- command: `.venv/bin/python benchmarks/stream_model_audit.py --rows {args.rows}"
+        + (" --row-methods`" if args.row_methods else "`"),
         f"- data: {rows:,} rows in {len(files)} Parquet files (5 float32 features, race, sex, "
         "label); model: `LogisticRegression` logged with `mlflow.sklearn.log_model` defaults, "
         f"registered as `{uri}`; score source: {source}",
-        "- audit: `fairengine audit --quiet`, `data.engine: stream`, group parity, group "
-        "metrics, permutation tests, intersectional; MLflow logging on (SQLite store)",
+        f"- audit: `fairengine audit --quiet`, `data.engine: stream`, {', '.join(chosen)}; "
+        "MLflow logging on (SQLite store)",
+        *_row_method_lines(audit),
         "",
         "| measure | seconds | seconds per million rows |",
         "|---|---:|---:|",
@@ -160,6 +174,30 @@ def main() -> None:
     ]
     args.out.write_text("\n".join(lines) + "\n")
     print(args.out.read_text())
+
+
+def _row_method_lines(audit: dict) -> list[str]:
+    """The self-weighting subsample the row methods ran on, and their status."""
+    out = []
+    for m in audit["methods"]:
+        disabled = m["status"] == "not_run" and "disabled" in str(m["reason"])
+        if m["method"] not in ROW_METHODS or disabled:
+            continue
+        sample = m["parameters"].get("sample") if m["status"] == "ok" else None
+        if sample:
+            out.append(
+                f"- `{m['method']}`: {m['status']}, on a self-weighting sample of "
+                f"{sample['rows']:,} of {sample['of_rows']:,} rows (f = {sample['fraction']:.4g}), "
+                f"{len(m['findings'])} findings ("
+                + ", ".join(
+                    f"{n} {d}"
+                    for d, n in sorted(Counter(f["decision"] for f in m["findings"]).items())
+                )
+                + ")"
+            )
+        else:
+            out.append(f"- `{m['method']}`: {m['status']} ({m['reason']})")
+    return out
 
 
 if __name__ == "__main__":

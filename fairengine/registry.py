@@ -26,7 +26,12 @@ A method is a :class:`MethodSpec`:
 * ``run_counts(counts, config, context) -> MethodResult`` (optional): the same method from the
   count tables of a streamed audit (``data.engine: stream``; :mod:`fairengine.streaming`),
   ``context.sample`` the stream's stratified sample as a dataset for what needs rows. A method
-  without it needs the rows and is ``not_run`` in a streamed audit, with the reason.
+  without it needs the rows: a streamed audit runs its ``run`` on the self-weighting subsample
+  of that sample (:mod:`fairengine.streaming.self_weighting`), with the model's handles;
+* ``min_group_rows(config) -> int`` (optional): the fewest rows per protected group the method
+  needs; a streamed audit whose self-weighting subsample has fewer rows of a group than this
+  (while the data has at least this many) lists the method as ``not_run``, naming the group
+  and both sizes, instead of running it on a group the sample made too small.
 
 The audit flow runs every registered method through one generic Prefect task
 (:mod:`tasks.method_task`), caches it with the same key ingredients (data, model, settings,
@@ -111,6 +116,7 @@ class MethodSpec:
     details: type[MethodDetails] = NoDetails
     tasks: tuple[str, ...] = ("binary",)
     run_counts: Callable[[StreamedCounts, Any, CountsContext], MethodResult] | None = None
+    min_group_rows: Callable[[Any], int] | None = None
 
     def applies_to(self, task: str) -> bool:
         """Whether the method is defined for an audit of ``task``."""
@@ -478,6 +484,7 @@ METHODS: list[MethodSpec] = [
         summary=_fliptest_summary,
         details=FlipTestDetails,
         tasks=("binary", "regression", "multiclass"),
+        min_group_rows=lambda config: int(config.min_group_size),
     ),
     MethodSpec(
         "individual_fairness",
@@ -496,6 +503,7 @@ METHODS: list[MethodSpec] = [
         _run_mitigation,
         summary=_mitigation_summary,
         details=MitigationDetails,
+        min_group_rows=lambda config: int(config.min_support),
     ),
     MethodSpec(
         "regression_metrics",

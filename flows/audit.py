@@ -52,6 +52,7 @@ from tasks.outputs import write_outputs, write_pdf_output
 from tasks.settings import default_report_dir, default_tracking_uri
 from tasks.stream_data import (
     STREAMED_ENGINES,
+    RowSample,
     StreamedData,
     check_streamed_group_sizes,
     data_engine,
@@ -157,18 +158,31 @@ def audit_flow(
         if streamed.cached:  # reused: no pass in this run
             timings[f"{pass_step(engine)} (cached)"] = timings.pop(pass_step(engine))
         counts = streamed.counts
-        roles, model_info, frame, model = streamed.roles, streamed.model_info, None, None
+        roles, model_info, model = streamed.roles, streamed.model_info, streamed.handles
+        # the rows the methods that need rows ran on (a step after logging reads them too)
+        rows = streamed.rows
+        frame = rows.subsample.frame if rows is not None and rows.subsample is not None else None
         input_warnings = list(streamed.warnings)
         model_info.update(score_type=cfg.score_type, threshold=cfg.threshold)
         validation = timed("validate_data", validate_streamed, streamed, cfg)
         check_streamed_group_sizes(counts, cfg.validation.min_group_size)
         check_work_bounds(cfg, {a: len(c) for a, c in counts.categories.items()})
-        methods = run_methods_from_counts(cfg, counts, streamed.sample, logger, timings)
+        methods = run_methods_from_counts(
+            cfg,
+            counts,
+            streamed.sample,
+            logger,
+            timings,
+            rows=rows,
+            model=model,
+            model_info=model_info,
+        )
         dataset_summary = DatasetSummary.from_json(
             {**streamed.source, **counts.summary(), "fingerprint": streamed.fingerprint()}
         )
         resampler: Resampler = Resamplers(
-            CountsPermutationResampler(counts, cfg.methods.permutation_tests, seed=cfg.seed)
+            CountsPermutationResampler(counts, cfg.methods.permutation_tests, seed=cfg.seed),
+            sample_fliptest_resampler(cfg, rows, methods, model),
         )
     else:
         loaded = timed("load_data", load_data, cfg, given.frame)
@@ -308,6 +322,23 @@ def validate_streamed(streamed: StreamedData, cfg: AuditConfig) -> ValidationRes
         checked,
         engine=f"{checked.engine}, on a stratified sample of {checked.n_rows:,} of {n:,} rows "
         "(the data contract was checked on every batch of all rows)",
+    )
+
+
+def sample_fliptest_resampler(
+    cfg: AuditConfig, rows: RowSample | None, methods: list[MethodResult], model: Any
+) -> FlipTestResampler | None:
+    """FlipTest's null refits for a streamed audit's decisions, on the self-weighting sample
+    FlipTest ran on (None when it did not run there)."""
+    flip = next((m for m in methods if m.method == "fliptest"), None)
+    if flip is None or flip.status != "ok" or rows is None or rows.dataset is None:
+        return None
+    return FlipTestResampler(
+        rows.dataset,
+        cfg.methods.fliptest,
+        flip,
+        predict_proba=None if model is None else model.get("predict_proba"),
+        seed=cfg.seed,
     )
 
 

@@ -9,10 +9,17 @@ that raises is recorded as ``failed`` with its reason and the other methods comp
 disabled method is listed as ``not_run``; a method that needs the model (FlipTest, the
 individual-fairness test) is ``not_run`` with the reason when the audit scores come from a data
 column.
+
+A streamed audit (:func:`run_methods_from_counts`) runs the methods with a count-table path
+from the counts, and the others — the methods that need rows — through the same method task on
+the self-weighting subsample of the stream's sample (:class:`tasks.stream_data.RowSample`),
+with the model's handles; their findings and warnings say that they come from that sample and
+its size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import nullcontext
 from datetime import timedelta
@@ -27,10 +34,12 @@ from fairengine.dataset import AuditDataset
 from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
 from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
+from fairengine.result_codec import JSONLike
 from fairengine.results import MethodResult
 from tasks.caching import counts_cache_policy, counts_identity, method_cache_policy
 from tasks.method_task import counts_method_task, method_task, store_folder
 from tasks.settings import default_cache_dir
+from tasks.stream_data import RowSample
 
 
 def method_config(cfg: AuditConfig, name: str) -> Any:
@@ -128,8 +137,7 @@ def run_methods(
                         spec.name,
                         spec.title,
                         status="not_run",
-                        reason="needs the model itself (set model.uri); the audit scores came "
-                        "from a data column",
+                        reason=NEEDS_MODEL_REASON,
                     )
                     continue
             task = method_task.with_options(name=spec.name, **cache_options)
@@ -140,32 +148,49 @@ def run_methods(
                 time.perf_counter(),
             )
 
-        names = {id(future): name for name, (future, _) in submitted.items()}
-        for future in as_completed([future for future, _ in submitted.values()]):
-            name = names[id(future)]
-            started = submitted[name][1]
-            spec = next(m for m in METHODS if m.name == name)
-            try:
-                results[name] = future.result()
-            except Exception as exc:  # an optional method: record the failure, finish the audit
-                logger.error("%s failed: %s: %s", spec.title, type(exc).__name__, exc)
-                results[name] = MethodResult(
-                    name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
-                )
-            if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
-                timings[f"{name} (cached)"] = 0.0
-                progress.report(name, "finished (cached result reused)")
-                continue
-            own = results[name].seconds  # the method's own compute time, when it reports one
-            timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
-            outcome = "failed" if results[name].status == "failed" else "finished"
-            progress.report(name, f"{outcome} in {timings[name]:.1f} s")
+        collect(submitted, results, logger, timings)
         return [results[m.name] for m in METHODS]
 
 
+def collect(
+    submitted: dict[str, tuple[Any, float]],
+    results: dict[str, MethodResult],
+    logger: Any,
+    timings: dict[str, float],
+) -> None:
+    """Wait for the submitted method tasks (name -> (future, start time)) and put their
+    results in ``results``: a method that raised is recorded as ``failed`` with its reason (an
+    optional method: the audit finishes); ``timings`` gets each method's compute time
+    (``"<name> (cached)": 0`` for a result reused from the cache)."""
+    names = {id(future): name for name, (future, _) in submitted.items()}
+    for future in as_completed([future for future, _ in submitted.values()]):
+        name = names[id(future)]
+        started = submitted[name][1]
+        spec = next(m for m in METHODS if m.name == name)
+        try:
+            results[name] = future.result()
+        except Exception as exc:  # an optional method: record the failure, finish the audit
+            logger.error("%s failed: %s: %s", spec.title, type(exc).__name__, exc)
+            results[name] = MethodResult(
+                name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
+            )
+        if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
+            timings[f"{name} (cached)"] = 0.0
+            progress.report(name, "finished (cached result reused)")
+            continue
+        own = results[name].seconds  # the method's own compute time, when it reports one
+        timings[name] = round(own if own is not None else time.perf_counter() - started, 4)
+        outcome = "failed" if results[name].status == "failed" else "finished"
+        progress.report(name, f"{outcome} in {timings[name]:.1f} s")
+
+
 NEEDS_ROWS_REASON = (
-    "needs the rows of the data: a streamed audit (data.engine: stream) runs the count-based "
-    "methods only; audit a sample or data that fits in memory with data.engine: pandas"
+    "needs the rows of the data: a streamed audit (data.engine: stream) runs it on the "
+    "self-weighting subsample of its stratified sample, and there is none"
+)
+
+NEEDS_MODEL_REASON = (
+    "needs the model itself (set model.uri); the audit scores came from a data column"
 )
 
 
@@ -175,15 +200,27 @@ def run_methods_from_counts(
     sample: AuditDataset | None,
     logger: Any,
     timings: dict[str, float],
+    rows: RowSample | None = None,
+    model: Any = None,
+    model_info: dict[str, Any] | None = None,
 ) -> list[MethodResult]:
-    """The methods of a streamed audit, in report order: those with a count-table path
-    (``MethodSpec.run_counts``) run from ``counts`` (``sample``: the stratified sample as a
-    dataset, for their parts that need rows), submitted together; the others are ``not_run``
-    with the reason. A method that raises is recorded as ``failed``. With the cache on, each
-    step is cached by the content of ``counts`` and ``sample``
-    (:func:`tasks.caching.counts_identity`), its parameters and the code."""
+    """The methods of a streamed audit, in report order, submitted together: those with a
+    count-table path (``MethodSpec.run_counts``) from ``counts`` (``sample``: the stratified
+    sample as a dataset, for their parts that need rows); the others (FlipTest, individual
+    fairness, mitigation) by the in-memory audit's method task on ``rows``, the self-weighting
+    subsample, with ``model`` (the model's handles, :class:`tasks.model.ModelHandles`; None
+    for a score column). A row method is ``not_run`` with the reason when there is no
+    subsample (or it cannot be one, :attr:`RowSample.problem`), when it needs the model and
+    the scores are a column, or when the subsample has fewer rows of a group than the method's
+    ``min_group_rows`` while the data has enough. A method that raises is recorded as
+    ``failed``. The row methods' results say that they come from the sample, and its size
+    (:func:`from_sample`). With the cache on, each count step is cached by the content of
+    ``counts`` and ``sample`` (:func:`tasks.caching.counts_identity`), its parameters and the
+    code, and each row step as the in-memory audit's steps are (:func:`step_cache`: the
+    subsample's content and ``model_info``)."""
     results: dict[str, MethodResult] = {}
     submitted: dict[str, tuple[Any, float]] = {}
+    on_rows: list[str] = []
     root = cache_root(cfg)
     cache_options: dict[str, Any] = {}
     if root is not None:  # keyed by the content of the count tables and the sample
@@ -193,6 +230,9 @@ def run_methods_from_counts(
             "result_storage": root / "results",
             "cache_expiration": timedelta(days=cfg.cache.expiration_days),
         }
+    row_cache: dict[str, Any] = {}
+    if rows is not None and rows.dataset is not None:
+        row_cache = step_cache(cfg, rows.dataset, model_info or {})
     for spec in METHODS:
         params = method_config(cfg, spec.name)
         reason = None
@@ -201,7 +241,17 @@ def run_methods_from_counts(
         elif not params.enabled:
             reason = f"disabled in the config (methods.{spec.name}.enabled)"
         elif spec.run_counts is None:
-            reason = NEEDS_ROWS_REASON
+            reason = _row_method_problem(spec, params, counts, rows, model)
+            if reason is None:
+                assert rows is not None and rows.dataset is not None
+                handle = None if spec.needs == "none" else model.get(spec.needs)
+                progress.report(spec.name, "started")
+                row_task = method_task.with_options(name=spec.name, **row_cache)
+                kwargs = _call_kwargs(spec, cfg, handle)
+                future = row_task.submit(rows.dataset, params=params, **kwargs)
+                submitted[spec.name] = (future, time.perf_counter())
+                on_rows.append(spec.name)
+                continue
         if reason is not None:
             results[spec.name] = MethodResult(spec.name, spec.title, "not_run", reason=reason)
             continue
@@ -209,24 +259,87 @@ def run_methods_from_counts(
         progress.report(spec.name, "started")
         future = task.submit(counts, spec.name, params, seed=cfg.seed, sample=sample)
         submitted[spec.name] = (future, time.perf_counter())
-    names = {id(future): name for name, (future, _) in submitted.items()}
-    for future in as_completed([future for future, _ in submitted.values()]):
-        name = names[id(future)]
-        spec = next(m for m in METHODS if m.name == name)
-        try:
-            results[name] = future.result()
-        except Exception as exc:  # as run_methods: record the failure, finish the audit
-            logger.error("%s failed: %s: %s", spec.title, type(exc).__name__, exc)
-            results[name] = MethodResult(
-                name, spec.title, status="failed", reason=f"{type(exc).__name__}: {exc}"
-            )
-        if getattr(future.state, "name", "") == "Cached":  # reused: no compute in this run
-            timings[f"{name} (cached)"] = 0.0
-            progress.report(name, "finished (cached result reused)")
-            continue
-        own = results[name].seconds
-        timings[name] = round(
-            own if own is not None else time.perf_counter() - submitted[name][1], 4
-        )
-        progress.report(name, f"finished in {timings[name]:.1f} s")
+    collect(submitted, results, logger, timings)
+    for name in on_rows:
+        assert rows is not None
+        results[name] = from_sample(results[name], rows)
     return [results[m.name] for m in METHODS]
+
+
+def _row_method_problem(
+    spec: MethodSpec, params: Any, counts: Any, rows: RowSample | None, model: Any
+) -> str | None:
+    """Why a method that needs rows cannot run on the streamed audit's subsample (None: it
+    can; :func:`run_methods_from_counts`)."""
+    if rows is None:
+        return NEEDS_ROWS_REASON
+    if rows.problem is not None or rows.dataset is None or rows.subsample is None:
+        return f"needs the rows of the data: {rows.problem or 'no self-weighting subsample'}"
+    if spec.needs != "none" and (model is None or model.get(spec.needs) is None):
+        return NEEDS_MODEL_REASON
+    if spec.min_group_rows is None:
+        return None
+    need = int(spec.min_group_rows(params))
+    short = []
+    for attr, enc in rows.dataset.groups.items():
+        in_data = dict(zip(counts.categories[attr], counts.group_sizes(attr), strict=True))
+        for cat, n in zip(enc.categories, enc.sizes(), strict=True):
+            if n < need <= in_data[cat]:
+                short.append(f"{attr}={cat!r} has {int(n):,} rows in it ({int(in_data[cat]):,} "
+                             "in the data)")  # fmt: skip
+    if not short:
+        return None
+    sub = rows.subsample
+    return (
+        f"the self-weighting sample of {sub.n_rows:,} rows (f = {sub.fraction:.4g}) is too small "
+        f"for it: {'; '.join(short[:4])}{' …' if len(short) > 4 else ''}, below the {need:,} "
+        "rows per group it needs; raise data.sample_rows"
+    )
+
+
+def from_sample(result: MethodResult, rows: RowSample) -> MethodResult:
+    """``result`` of a method run on the streamed audit's self-weighting subsample, saying so:
+    each finding's label and reading name the sample and its size (as the permutation tests
+    computed on the stratified sample do), a warning says it for the method (and, for
+    mitigation, that its thresholds were fitted on the sample), and ``parameters["sample"]``
+    holds its size, fraction and seed. A subsample that holds every row is said to be all
+    rows."""
+    sub = rows.subsample
+    assert sub is not None  # only methods run on it come here
+    note = sub.describe()
+    everything = sub.n_rows == sub.total_rows
+    warnings = [
+        f"computed {note}: a streamed audit (data.sample_rows at least the row count)"
+        if everything
+        else f"computed {note}, not from all {sub.total_rows:,} rows: a streamed audit runs "
+        "the methods that need rows on a sample that includes every row with the same "
+        "probability f"
+    ]
+    if result.method == "mitigation" and result.status == "ok":
+        warnings.append(
+            f"its thresholds were fitted {note}"
+            + ("" if everything else ", and its held-out ε and costs measured on that sample")
+            + "; the deployed rule is that fit"
+        )
+    findings = result.findings
+    if not everything:
+        short = f"sample of {sub.n_rows:,} rows, f = {sub.fraction:.4g}"
+        findings = [
+            dataclasses.replace(
+                f,
+                label=f"{f.label} ({short})",
+                reading=f"{f.reading} Computed {note}, not from all rows.".lstrip(),
+            )
+            for f in result.findings
+        ]
+    sample: JSONLike = {
+        "kind": "self-weighting",
+        "rows": sub.n_rows,
+        "of_rows": sub.total_rows,
+        "fraction": sub.fraction,
+        "seed": sub.seed,
+    }
+    parameters: dict[str, JSONLike] = {**result.parameters, "sample": sample}
+    return dataclasses.replace(
+        result, findings=findings, warnings=[*result.warnings, *warnings], parameters=parameters
+    )

@@ -12,6 +12,11 @@ short of reading it (the count tables get one, shown in the report): with the ca
 over files is cached by every file's path, size and version plus the pass's settings and the
 model (:func:`tasks.caching.streamed_source_identity`), and the method steps by the count
 tables' content.
+
+The methods that need rows (FlipTest, the individual-fairness test, mitigation) run on the
+self-weighting subsample of the stratified sample
+(:mod:`fairengine.streaming.self_weighting`: every row included with the same probability f),
+as a dataset with the model's handles (:class:`RowSample`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +43,10 @@ from fairengine.scores import effective_threshold
 from fairengine.streaming.sources import cluster_frame_engine
 from fairengine.urls import is_url
 from tasks.caching import streamed_pass_cache_options, streamed_source_identity
+
+if TYPE_CHECKING:  # pyarrow is imported only by a streamed audit
+    from fairengine.streaming.self_weighting import SelfWeightingSample
+    from tasks.model import ModelHandles
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 HEAD_ROWS = 1_000
@@ -123,10 +132,28 @@ def data_engine(cfg: AuditConfig, frame_given: bool, source: Any = None) -> str:
     return "stream" if rows > cfg.data.stream_above_rows else "pandas"
 
 
+@dataclass(frozen=True)
+class RowSample:
+    """The self-weighting subsample for the methods that need rows: ``subsample``
+    (:class:`fairengine.streaming.self_weighting.SelfWeightingSample`; None without a sample),
+    ``dataset`` (it as an :class:`AuditDataset`; None when it cannot be one) and ``problem``
+    (why the row methods cannot run on it: a group it lacks, with the sizes)."""
+
+    subsample: SelfWeightingSample | None
+    dataset: AuditDataset | None
+    problem: str | None = None
+
+    def describe(self) -> str:
+        """What a finding computed on it says (``on all N rows`` when it holds every row)."""
+        return "" if self.subsample is None else self.subsample.describe()
+
+
 @dataclass
 class StreamedData:
     """What the pass produced: the count tables, the sample as a dataset (``None`` without one),
-    the roles, the model's description and the warnings for the report."""
+    the roles, the model's description and the warnings for the report; ``handles`` the
+    model's handles (None for a score column) and ``rows`` the self-weighting subsample the
+    methods that need rows run on."""
 
     counts: Any  # fairengine.streaming.StreamedCounts
     sample: AuditDataset | None
@@ -138,6 +165,8 @@ class StreamedData:
     warnings: list[str] = field(default_factory=list)
     cached: bool = False
     """Whether the pass's results came from the cache (unchanged files)."""
+    handles: ModelHandles | None = None
+    rows: RowSample | None = None
 
     def fingerprint(self) -> str:
         """SHA-256 of the count tables (categories and every grid array): the content the
@@ -176,6 +205,7 @@ def stream_audit_data(
     source, head_of = _open_source(cfg, engine, roles, frame)
     warnings: list[str] = []
     model_fn = None
+    handles = None
     score_type = cfg.score_type
     stream_roles = roles
     if cfg.model.uri or model_object is not None:
@@ -185,6 +215,7 @@ def stream_audit_data(
             model_object=model_object,
         )  # fmt: skip
         assert scored.handles is not None
+        handles = scored.handles
         model_info = scored.model_info
         warnings += scored.warnings
         model_fn = scored.handles.predict_proba  # probabilities, after the score type
@@ -252,6 +283,7 @@ def stream_audit_data(
             threshold=cfg.threshold,
             positive_label=cfg.positive_label,
         )
+    rows = row_sample(counts, sample_roles, score_type, cfg)
     where = {
         "stream": f"{len(counts.files):,} file(s), {counts.n_batches:,} batch(es) of at most "
         f"{cfg.data.batch_rows:,} rows",
@@ -265,7 +297,12 @@ def stream_audit_data(
         "proportion permutation tests and intersectional ε are computed from exact counts over "
         "all rows; tests that need rows "
         + (counts.sample.describe() if counts.sample is not None else "are skipped")
-        + "; FlipTest, individual fairness and mitigation need the rows and do not run"
+        + "; FlipTest, individual fairness and mitigation need the rows and "
+        + (
+            f"run {rows.describe()}"
+            if rows.dataset is not None and rows.problem is None
+            else f"do not run ({rows.problem or 'no sample'})"
+        )
         + (
             ""
             if cache_dir is None
@@ -299,6 +336,8 @@ def stream_audit_data(
         described,
         warnings,
         cached=cached,
+        handles=handles,
+        rows=rows,
     )
 
 
@@ -323,6 +362,59 @@ def _dask_cluster(cfg: AuditConfig, frame: Any) -> str:
         if client is not None:
             return f"the current Dask client's scheduler {client.scheduler.address}"
     return f"a local cluster of {cfg.data.dask_workers} workers"
+
+
+def row_sample(counts: Any, roles: ColumnRoles, score_type: str, cfg: AuditConfig) -> RowSample:
+    """The self-weighting subsample of ``counts.sample`` as a dataset with the sample's
+    ``roles``, or why the methods that need rows cannot run on it: no sample, a stratum with
+    no sampled row (``data.sample_rows`` below the number of strata), or a protected group of
+    the data with no row in it (each named, with its size in the data)."""
+    from fairengine.streaming.self_weighting import self_weighting_subsample
+
+    if counts.sample is None:
+        return RowSample(None, None, "no stratified sample was drawn (data.sample_rows)")
+    assert roles.label is not None
+    try:
+        sub = self_weighting_subsample(counts.sample, roles.label, files=counts.files)
+    except DataContractError as exc:  # the methods that need rows say it; the rest runs
+        return RowSample(None, None, f"no self-weighting subsample: {exc}")
+    if sub.n_rows == 0:
+        return RowSample(
+            sub,
+            None,
+            f"the stratified sample of {counts.sample.n_rows:,} rows misses a stratum "
+            f"(data.sample_rows {counts.sample.sample_rows:,} is below the "
+            f"{len(counts.sample.strata):,} protected group × label strata), so no "
+            "self-weighting subsample can be drawn; raise data.sample_rows",
+        )
+    described = f"the self-weighting sample of {sub.n_rows:,} rows (f = {sub.fraction:.4g})"
+    try:
+        dataset = AuditDataset.from_frame(
+            sub.frame,
+            roles,
+            score_type=score_type,
+            threshold=cfg.threshold,
+            positive_label=cfg.positive_label,
+            task=cfg.task,
+        )
+    except DataContractError as exc:
+        return RowSample(sub, None, f"{described}: {exc}; raise data.sample_rows")
+    lacking = []
+    for attr, cats in counts.categories.items():
+        have = set(dataset.groups[attr].categories)
+        lacking += [
+            f"{attr}={c!r} ({int(n):,} rows in the data)"
+            for c, n in zip(cats, counts.group_sizes(attr), strict=True)
+            if c not in have
+        ]
+    if lacking:
+        return RowSample(
+            sub,
+            None,
+            f"{described} has no row of {', '.join(lacking[:5])}"
+            f"{' …' if len(lacking) > 5 else ''}; raise data.sample_rows",
+        )
+    return RowSample(sub, dataset)
 
 
 def _open_source(

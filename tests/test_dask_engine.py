@@ -172,6 +172,36 @@ def test_a_model_scores_a_dask_dataframe_given_to_the_audit(small, client, sessi
     assert on_dask.model.score_description == in_memory.model.score_description
 
 
+def test_the_methods_that_need_rows_run_on_the_streams_sample(small, cluster, session_tmp) -> None:
+    """The Dask pass draws the stream's stratified sample (the same row keys, each row's file
+    and offset kept through the merges), so FlipTest and mitigation run on the same
+    self-weighting subsample and give the stream's findings."""
+    from sklearn.linear_model import LogisticRegression
+
+    table, parts = small
+    model = LogisticRegression().fit(table[["x"]], table["y"])
+    methods = {
+        **dict.fromkeys([*COUNT_METHODS, "individual_fairness"], False),
+        "fliptest": True,
+        "mitigation": {"variants": ["overall"], "compare_fairlearn": False},
+    }
+    settings = _settings(
+        session_tmp, score=None, model=model, features=["x"], methods=methods, sample_rows=5_000
+    )
+    on_dask = fairengine.audit(
+        str(parts), engine="dask", dask_address=cluster.scheduler_address, **settings
+    )
+    streamed = fairengine.audit(str(parts), engine="stream", **settings)
+    for name in ("fliptest", "mitigation"):
+        a, b = on_dask.method(name), streamed.method(name)
+        assert a.status == b.status == "ok", (name, a.reason)
+        assert a.parameters["sample"] == b.parameters["sample"]
+        assert 0 < a.parameters["sample"]["rows"] < 5_000
+        assert [(f.key, f.label, f.estimate, f.pvalue, f.decision) for f in a.findings] == [
+            (f.key, f.label, f.estimate, f.pvalue, f.decision) for f in b.findings
+        ]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -30,6 +30,7 @@ import fairengine
 from fairengine.errors import DataContractError, FairEngineError
 from fairengine.roles import ColumnRoles
 from fairengine.streaming import stream_counts
+from fairengine.streaming.self_weighting import self_weighting_subsample
 from fairengine.streaming.spark_engine import spark_counts
 
 pyspark = pytest.importorskip("pyspark")
@@ -94,6 +95,13 @@ def test_spark_aggregates_the_streams_counts(parts, spark, roles, threshold) -> 
         on_spark.sample.strata.rename(columns={"label": "y"}), on=["race", "sex", "y"]
     )
     np.testing.assert_allclose(merged["__sample_weight"], merged["rows"] / merged["sampled"])
+    # the self-weighting subsample of the methods that need rows: the stream's design and
+    # sizes m_s (Spark's rows carry no offsets: it stays in key order)
+    subs = [self_weighting_subsample(c.sample, "y", files=c.files) for c in (streamed, on_spark)]
+    pd.testing.assert_frame_equal(subs[0].strata, subs[1].strata)
+    assert subs[0].in_source_order and not subs[1].in_source_order
+    kept = subs[1].frame.groupby(["race", "sex", "y"]).size()
+    assert kept.tolist() == subs[1].strata["kept"].tolist()
 
 
 def test_a_model_and_raw_scores_are_mapped_in_pandas(table, parts, spark) -> None:

@@ -111,3 +111,24 @@ def test_row_keys_are_uniform_and_do_not_depend_on_the_batches() -> None:
     other_file = row_keys(3, "part-00002.parquet", 0, n)
     assert abs(np.corrcoef(keys, other_seed)[0, 1]) < bound
     assert abs(np.corrcoef(keys, other_file)[0, 1]) < bound
+
+
+def test_a_sample_larger_than_the_data_keeps_every_row(tmp_path: Path) -> None:
+    """sample_rows above the row count: every stratum keeps all its rows, however the files are
+    cut into batches (a level of max n_s while rows still arrived used to cap the largest
+    stratum early and lose some of its later rows), and each row once."""
+    df = frame(9_000, seed=7).assign(id=np.arange(9_000))
+    write(tmp_path, [df.iloc[lo : lo + 3_000] for lo in range(0, 9_000, 3_000)])
+    counts = stream_counts(
+        tmp_path, ROLES, threshold=0.5, batch_rows=250, sample_rows=10_000,
+        sample_columns=["id"], seed=1,
+    )  # fmt: skip
+    sample = counts.sample
+    assert (sample.strata["sampled"] == sample.strata["rows"]).all()
+    assert sorted(sample.frame["id"]) == list(range(9_000))
+    assert (sample.frame[WEIGHT_COLUMN] == 1.0).all()
+    # each row remembers its file and offset there
+    files = sample.source_file
+    assert files is not None and sample.source_row is not None
+    position = np.array([counts.files.index(f) for f in files]) * 3_000 + sample.source_row
+    np.testing.assert_array_equal(position, sample.frame["id"].to_numpy())

@@ -8,16 +8,28 @@ rows.
 >>> run_group_metrics_from_counts(counts, cfg)  # fairengine.group_metrics
 >>> run_permutation_tests_from_counts(counts, cfg, seed=0)  # fairengine.permutation
 >>> run_intersectional_from_counts(counts, cfg, seed=0)     # fairengine.intersectional
+>>> rows = self_weighting_subsample(counts.sample, "y", files=counts.files)
+>>> rows.frame, rows.fraction, rows.strata   # every row included with probability ≈ f
 
 Modules: :mod:`.sources` (files and record batches), :mod:`.contract` (per-batch checks),
 :mod:`.scoring` (a score column or a model per batch), :mod:`.folding` (categories across
 batches, exact merging), :mod:`.tables` (the tables the methods read), :mod:`.sample` (the
-stratified reservoir sample), :mod:`.stream` (the pass).
+stratified reservoir sample), :mod:`.self_weighting` (its self-weighting subsample, for the
+methods that need rows), :mod:`.stream` (the pass).
 """
 
 from fairengine.streaming.sample import StratifiedSample
+from fairengine.streaming.self_weighting import SelfWeightingSample, self_weighting_subsample
 from fairengine.streaming.sources import StreamSource
 from fairengine.streaming.stream import DEFAULT_BINS, stream_counts
 from fairengine.streaming.tables import StreamedCounts
 
-__all__ = ["DEFAULT_BINS", "StratifiedSample", "StreamSource", "StreamedCounts", "stream_counts"]
+__all__ = [
+    "DEFAULT_BINS",
+    "SelfWeightingSample",
+    "StratifiedSample",
+    "StreamSource",
+    "StreamedCounts",
+    "self_weighting_subsample",
+    "stream_counts",
+]

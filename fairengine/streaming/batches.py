@@ -136,7 +136,9 @@ class FoldPlan:
                     MODEL_SCORE_COLUMN, pa.array(checked.probability)
                 )
             keys = row_keys(self.seed, name, start, data.num_rows)
-            reservoir.add(sample_data, codes, checked.label, folder.shape, keys)
+            reservoir.add(
+                sample_data, codes, checked.label, folder.shape, keys, name=name, start=start
+            )
 
     def finish(
         self,

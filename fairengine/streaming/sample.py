@@ -22,6 +22,11 @@ plus one batch's candidates. Two reservoirs of disjoint rows merge exactly
 rows on one side are at most its rows in all), so the merged stratum's smallest keys are among
 the two sides' kept rows. Each sampled row carries the design weight n_s / k_s (inverse
 inclusion probability), so weighted estimates from the sample are unbiased for the full data.
+
+Each kept row also remembers where it came from (its file or partition name and row offset):
+:attr:`StratifiedSample.source_file` and :attr:`StratifiedSample.source_row` put the sample
+back in the order of the source (:mod:`fairengine.streaming.self_weighting` does, so that a
+sample holding every row is the table in its file order).
 """
 
 from __future__ import annotations
@@ -63,15 +68,19 @@ def row_keys(seed: int, name: str, start: int, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class StratifiedSample:
-    """The sample (``frame``: the columns read plus :data:`WEIGHT_COLUMN`) and its strata
-    (``strata``: one row per (group combination, label) with ``rows`` n_s and ``sampled``
-    k_s)."""
+    """The sample (``frame``: the columns read plus :data:`WEIGHT_COLUMN`, its rows in the
+    order of their keys) and its strata (``strata``: one row per (group combination, label)
+    with ``rows`` n_s and ``sampled`` k_s). ``source_file``/``source_row``: each frame row's
+    file (or partition) name and row offset there, where the engine knows them (the stream
+    and Dask; None on Spark, which exposes no row offset)."""
 
     frame: pd.DataFrame
     strata: pd.DataFrame
     sample_rows: int
     level: int
     seed: int
+    source_file: np.ndarray | None = None
+    source_row: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -87,10 +96,12 @@ class StratifiedSample:
 
 def allocation_level(sizes: np.ndarray, sample_rows: int) -> int:
     """The largest L with Σ_s min(n_s, L) ≤ ``sample_rows`` for stratum sizes ``sizes``
-    (module docstring); ``sample_rows`` when there are no strata, max n_s when all fit."""
+    (module docstring); ``sample_rows`` when all rows fit (no stratum is capped: a level of
+    max n_s there would cap the largest stratum while its rows still arrive, and grow later,
+    so that a pass over fewer rows than ``sample_rows`` lost rows)."""
     n = np.sort(np.asarray(sizes, dtype=np.int64))
     if n.sum() <= sample_rows:
-        return int(n.max()) if n.size else sample_rows
+        return sample_rows
     lo, hi = 0, int(n[-1])
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -115,6 +126,10 @@ class StratifiedReservoir:
         self._threshold = np.zeros(0)
         self._keys = np.zeros(0)
         self._strata = np.zeros(0, dtype=np.intp)
+        self._names: dict[str, int] = {}  # file or partition name -> its id in _file
+        self._file = np.zeros(0, dtype=np.int64)
+        self._offset = np.zeros(0, dtype=np.int64)
+        self._positions = True  # every row offered came with its name and offset
         self._rows: pa.Table | None = None
         self.level = sample_rows
 
@@ -148,10 +163,16 @@ class StratifiedReservoir:
         label: np.ndarray,
         shape: tuple[int, ...],
         keys: np.ndarray,
+        *,
+        name: str | None = None,
+        start: int = 0,
     ) -> None:
         """Offer one batch (its discovery codes, in the folder's current grid ``shape``, and
-        its rows' keys, :func:`row_keys`)."""
+        its rows' keys, :func:`row_keys`); ``name`` and ``start``: its file (or partition) and
+        the offset of its first row there (None: the sample has no source positions)."""
         stratum = self._stratum_ids(codes, label, shape)
+        if name is None:
+            self._positions = False
         self._sizes += np.bincount(stratum, minlength=self._sizes.size)
         take = np.flatnonzero(keys < self._threshold[stratum])
         if take.size:
@@ -160,6 +181,9 @@ class StratifiedReservoir:
             self._rows = rows if self._rows is None else pa.concat_tables([self._rows, rows])
             self._keys = np.concatenate([self._keys, keys[take]])
             self._strata = np.concatenate([self._strata, stratum[take]])
+            file_id = self._names.setdefault(name or "", len(self._names))
+            self._file = np.concatenate([self._file, np.full(take.size, file_id, np.int64)])
+            self._offset = np.concatenate([self._offset, start + take.astype(np.int64)])
         self.level = self._level()
         self._prune()
 
@@ -178,7 +202,13 @@ class StratifiedReservoir:
             self._sizes = np.concatenate([self._sizes, np.zeros(grow, np.int64)])
             self._threshold = np.concatenate([self._threshold, np.full(grow, np.inf)])
         np.add.at(self._sizes, ids, other._sizes)
+        self._positions = self._positions and other._positions
         if other._rows is not None and other._keys.size:
+            names = np.zeros(max(len(other._names), 1), dtype=np.int64)
+            for n, i in other._names.items():
+                names[i] = self._names.setdefault(n, len(self._names))
+            self._file = np.concatenate([self._file, names[other._file]])
+            self._offset = np.concatenate([self._offset, other._offset])
             self._rows = (
                 other._rows
                 if self._rows is None
@@ -202,6 +232,7 @@ class StratifiedReservoir:
         if keep.size != self._keys.size:
             self._rows = self._rows.take(pa.array(keep))
             self._keys, self._strata = self._keys[keep], self._strata[keep]
+            self._file, self._offset = self._file[keep], self._offset[keep]
         counts = np.bincount(self._strata, minlength=self._sizes.size)
         full = np.flatnonzero(counts >= self.level)
         self._threshold[:] = np.inf
@@ -237,7 +268,14 @@ class StratifiedReservoir:
                 .drop(columns="_order")
                 .reset_index(drop=True)
             )
-        return StratifiedSample(frame, strata, self.sample_rows, self.level, self.seed)
+        source_file = source_row = None
+        if self._positions:
+            by_id = np.array(sorted(self._names, key=self._names.__getitem__), dtype=object)
+            source_file = by_id[self._file[by_key]] if by_id.size else np.zeros(0, object)
+            source_row = self._offset[by_key]
+        return StratifiedSample(
+            frame, strata, self.sample_rows, self.level, self.seed, source_file, source_row
+        )
 
 
 def _decoded(table: pa.Table) -> pa.Table:
