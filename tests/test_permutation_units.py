@@ -25,6 +25,8 @@ from fairengine.permutation import (
     run_permutation_tests,
 )
 from fairengine.permutation.auc import (
+    BYTE_LANE_MIN_ROWS_PER_BOUND,
+    CACHE_ELEMENTS,
     auc_pair_numpy,
     auc_pair_torch,
     auc_weighted_numpy,
@@ -186,6 +188,34 @@ def test_batched_auc_pair_equals_direct_sums_of_each_group_exactly(share: float)
     for got, want in ((a, ea), (va, eva), (b, eb), (vb, evb)):
         np.testing.assert_array_equal(got, want)
     assert np.isfinite(va).all() and np.isfinite(vb).all()
+
+
+@pytest.mark.parametrize("n", [1999, 2000, 2003, 2007])
+@pytest.mark.parametrize("decimals", [0, 1, 6])
+def test_byte_lane_counts_equal_row_wise_cumulative_counts(n: int, decimals: int) -> None:
+    """The cumulative counts at the run bounds are taken in byte lanes (eight rows per 64-bit
+    word) on a side with many rows per bound and row by row otherwise; both are integer
+    arithmetic, so the pair AUC and DeLong variances equal the direct run sums of each group
+    bit for bit, whichever path each side takes (few runs: both sides in lanes; distinct
+    scores: neither), for every n mod 8 (a bound at n inside the padding word), over several
+    cache chunks, on masks that are column slices of a wider array as the permutation test
+    passes them."""
+    rng = np.random.default_rng(100 + n + decimals)
+    y = rng.binomial(1, 0.3, n)
+    s = np.round(rng.normal(0.8 * y, 1.0), decimals)
+    r = rank_sample(y, s)
+    lanes = [size >= BYTE_LANE_MIN_ROWS_PER_BOUND * (r.n_runs + 1) for size in (r.n_pos, r.n_neg)]
+    if decimals != 1:  # 1 decimal: whatever mix the data gives
+        assert lanes == [decimals == 0] * 2
+    t = 3 * (CACHE_ELEMENTS // n) + 7  # several chunks and a short last one
+    wide = rng.random((t, n + 13)) < 0.45
+    block = wide[:, 5 : 5 + n]  # a strided view, as mask[:, :n1] and mask[:, n1:] are
+    gp, gn = block[:, : r.n_pos], block[:, r.n_pos :]
+    a, va, b, vb = auc_pair_numpy(r, gp, gn)
+    ea, eva = auc_weighted_numpy(r, gp.astype(np.int64), gn.astype(np.int64))
+    eb, evb = auc_weighted_numpy(r, (~gp).astype(np.int64), (~gn).astype(np.int64))
+    for got, want in ((a, ea), (va, eva), (b, eb), (vb, evb)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_auc_test_torch_backend_matches_numpy_in_distribution() -> None:
