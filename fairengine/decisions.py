@@ -48,6 +48,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -348,24 +349,43 @@ DRAW_WORKERS = 4
 stream, so the exceedances do not depend on the order or the number of threads."""
 
 
-def _idle_cores() -> int:
-    """Cores not busy with other work right now: the core count minus the threads the kernel
-    has runnable besides this one (``/proc/loadavg``'s running count, an instantaneous figure;
-    the load average would still count the audit's own methods that just ended), at least 1.
-    On a busy 2-core machine two drawing threads made the decide step slower (23.7 s against
-    17.4 s on one); on idle cores they share the work. Without ``/proc``: the core count."""
+IDLE_WINDOW = 0.1
+"""Seconds over which :func:`_idle_cores` measures the machine's idle CPU time."""
+
+
+def _cpu_jiffies(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
+    """(idle + iowait, total) CPU jiffies of all cores since boot, from ``/proc/stat``."""
+    fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
+
+
+def _idle_cores(window: float = IDLE_WINDOW, stat: Path = Path("/proc/stat")) -> int:
+    """Cores not busy with other work right now: the idle share of every core's time over
+    ``window`` seconds (``/proc/stat``: idle and iowait jiffies over all jiffies, while this
+    thread sleeps) times the core count, rounded, at least 1. On a busy 2-core machine two
+    drawing threads made the decide step slower (23.7 s against 17.4 s on one); on idle cores
+    they share the work. An average over a window, not an instantaneous count of runnable
+    threads (``/proc/loadavg``, used before): one other thread of the audit or of Prefect's
+    server that happened to be runnable at the instant of reading halved the drawing threads
+    of an otherwise idle machine. Without ``/proc/stat``: the core count."""
     cores = os.cpu_count() or 1
     try:
-        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+        idle0, total0 = _cpu_jiffies(stat)
+        time.sleep(window)
+        idle1, total1 = _cpu_jiffies(stat)
     except (OSError, IndexError, ValueError):
         return cores
-    return max(1, min(cores, cores - (running - 1)))
+    if total1 <= total0:
+        return cores
+    return max(1, min(cores, round(cores * (idle1 - idle0) / (total1 - total0))))
 
 
 def _draw_look(resampler: Resampler, requests: list[tuple[str, str, int, int]]) -> list[int]:
     """Exceedances for each (key, part, start, batch) of one look, on up to
     :data:`DRAW_WORKERS` threads (no more than the idle cores)."""
-    workers = min(DRAW_WORKERS, _idle_cores(), len(requests))
+    workers = min(DRAW_WORKERS, len(requests))
+    if workers > 1:  # measured only when there is a choice
+        workers = min(workers, _idle_cores())
     if workers <= 1:
         return [int(resampler.draw(*r)) for r in requests]
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -15,6 +15,7 @@ import math
 import re
 import zlib
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -961,3 +962,35 @@ def test_threaded_draws_equal_sequential_draws(monkeypatch: pytest.MonkeyPatch) 
     sequential = decide_family(tests, ALPHA, "holm", settings, rs)
     assert threaded == sequential
     assert threaded.resamples_drawn > 0 and max(threaded.open_per_look) >= 2
+
+
+@pytest.mark.parametrize(
+    ("idle_jiffies", "busy_jiffies", "expected"),
+    [(200, 0, 2), (190, 10, 2), (100, 100, 1), (40, 160, 1), (0, 200, 1)],
+)
+def test_idle_cores_from_the_idle_share_over_a_window(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    idle_jiffies: int,
+    busy_jiffies: int,
+    expected: int,
+) -> None:
+    """The drawing threads follow the idle share of all cores' time over a short window
+    (/proc/stat), not an instantaneous count of runnable threads: a quiet 2-core machine gets
+    two, one busy core or a loaded machine one (never zero)."""
+    import fairengine.decisions as decisions
+
+    monkeypatch.setattr(decisions.os, "cpu_count", lambda: 2)
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  1000 0 500 8000 100 0 0 0 0 0\ncpu0 ...\n")
+
+    def advance(seconds: float) -> None:  # the window passes: the counters move
+        assert seconds == decisions.IDLE_WINDOW
+        stat.write_text(
+            f"cpu  {1000 + busy_jiffies} 0 500 {8000 + idle_jiffies - 5} 105 0 0 0 0 0\n"
+        )
+
+    monkeypatch.setattr(decisions.time, "sleep", advance)
+    assert decisions._idle_cores(stat=stat) == expected
+    assert decisions._idle_cores(stat=tmp_path / "absent") == 2  # no /proc: every core
