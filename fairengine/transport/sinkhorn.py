@@ -281,21 +281,30 @@ class _TorchOps:
     def sweeper(
         ktu: Callable[[torch.Tensor], torch.Tensor], a: Any, b: Any, w: Any, off: tuple[Any, Any]
     ) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]:
-        """The numpy sweep's updates with torch's in-place operations."""
+        """The numpy sweep's updates with torch's in-place operations.
+
+        Off the support the marginal gets 1 added before the division, so the factor there is
+        0 / 1 = 0 (0 / 0 otherwise) and the scaling stays exactly 0 without a mask; on the
+        support ``x + 0.0`` is ``x``, so the scalings are those of the masked update
+        (``masked_fill_`` after each product) bit for bit, at the cost of an add."""
+        holes: list[torch.Tensor] = []  # the off-support indicators in the scalings' dtype
 
         def sweep(u: torch.Tensor, v: torch.Tensor, ru: torch.Tensor) -> None:
+            if off[0] is not None:
+                if not holes:
+                    holes.extend(h.to(u.dtype) for h in off)
+                ru.add_(holes[0])
             ru.reciprocal_().mul_(a)
             if w is not None:
                 ru.pow_(w)
             u.mul_(ru)
-            if off[0] is not None:
-                u.masked_fill_(off[0], 0.0)
-            rv = ktu(u).mul_(v).reciprocal_().mul_(b)
+            rv = ktu(u).mul_(v)
+            if off[1] is not None:
+                rv.add_(holes[1])
+            rv.reciprocal_().mul_(b)
             if w is not None:
                 rv.pow_(w)
             v.mul_(rv)
-            if off[1] is not None:
-                v.masked_fill_(off[1], 0.0)
 
         return sweep
 
