@@ -45,6 +45,7 @@ runtime of multiple testing algorithms with bounded error. arXiv:1807.10801.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import os
@@ -349,35 +350,63 @@ DRAW_WORKERS = 4
 stream, so the exceedances do not depend on the order or the number of threads."""
 
 
-IDLE_WINDOW = 0.1
-"""Seconds over which :func:`_idle_cores` measures the machine's idle CPU time."""
+MIN_WINDOW = 0.2
+"""Shortest interval in seconds between two readings of the machine's CPU time that
+:func:`_idle_cores` turns into a new estimate (the kernel counts in 10 ms ticks)."""
 
 
-def _cpu_jiffies(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
-    """(idle + iowait, total) CPU jiffies of all cores since boot, from ``/proc/stat``."""
+@dataclass(frozen=True)
+class _CpuReading:
+    """A reading of ``/proc/stat`` and of this process's CPU time at one moment."""
+
+    wall: float  # time.monotonic()
+    busy: float  # CPU seconds of all cores outside idle and iowait since boot
+    own: float  # CPU seconds of this process (every thread), time.process_time()
+
+
+def _cpu_reading(stat: Path) -> _CpuReading:
     fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
-    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return _CpuReading(time.monotonic(), (sum(fields[:8]) - idle) / ticks, time.process_time())
 
 
-def _idle_cores(window: float = IDLE_WINDOW, stat: Path = Path("/proc/stat")) -> int:
-    """Cores not busy with other work right now: the idle share of every core's time over
-    ``window`` seconds (``/proc/stat``: idle and iowait jiffies over all jiffies, while this
-    thread sleeps) times the core count, rounded, at least 1. On a busy 2-core machine two
-    drawing threads made the decide step slower (23.7 s against 17.4 s on one); on idle cores
-    they share the work. An average over a window, not an instantaneous count of runnable
-    threads (``/proc/loadavg``, used before): one other thread of the audit or of Prefect's
-    server that happened to be runnable at the instant of reading halved the drawing threads
-    of an otherwise idle machine. Without ``/proc/stat``: the core count."""
+_LAST: dict[str, Any] = {}
+"""The last reading (``"reading"``) and the estimate made from it (``"estimate"``)."""
+
+
+def _idle_cores(stat: Path = Path("/proc/stat")) -> int:
+    """Cores not busy with other work: the core count minus the cores that *other* processes
+    kept busy since the previous reading (all cores' busy CPU time from ``/proc/stat`` less
+    this process's own CPU time, over the wall time between the readings), rounded, at least
+    1. The first reading is taken when this module is imported, so the first look's estimate
+    covers the audit's method steps. Readings closer than :data:`MIN_WINDOW` keep the last
+    estimate; without ``/proc/stat``, the core count.
+
+    On a busy 2-core machine two drawing threads made the decide step slower (23.7 s against
+    17.4 s on one); on idle cores they share the work. An average over an interval, not an
+    instantaneous count of runnable threads (``/proc/loadavg``, used before): one other thread
+    of the audit or of Prefect's server that happened to be runnable at the instant of reading
+    halved the drawing threads of an otherwise idle machine. No waiting: a look costs two
+    small file reads, also where the draws are cheap and the looks many (simulations)."""
     cores = os.cpu_count() or 1
     try:
-        idle0, total0 = _cpu_jiffies(stat)
-        time.sleep(window)
-        idle1, total1 = _cpu_jiffies(stat)
+        now = _cpu_reading(stat)
     except (OSError, IndexError, ValueError):
         return cores
-    if total1 <= total0:
-        return cores
-    return max(1, min(cores, round(cores * (idle1 - idle0) / (total1 - total0))))
+    prev = _LAST.get("reading")
+    if prev is None or now.wall - prev.wall < MIN_WINDOW:
+        if prev is None:
+            _LAST["reading"] = now
+        return int(_LAST.get("estimate", cores))
+    others = max(0.0, (now.busy - prev.busy) - (now.own - prev.own)) / (now.wall - prev.wall)
+    estimate = max(1, min(cores, round(cores - others)))
+    _LAST.update(reading=now, estimate=estimate)
+    return estimate
+
+
+with contextlib.suppress(OSError, IndexError, ValueError):
+    _LAST["reading"] = _cpu_reading(Path("/proc/stat"))
 
 
 def _draw_look(resampler: Resampler, requests: list[tuple[str, str, int, int]]) -> list[int]:

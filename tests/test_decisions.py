@@ -965,32 +965,43 @@ def test_threaded_draws_equal_sequential_draws(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
-    ("idle_jiffies", "busy_jiffies", "expected"),
-    [(200, 0, 2), (190, 10, 2), (100, 100, 1), (40, 160, 1), (0, 200, 1)],
+    ("others_busy", "own_cpu", "expected"),
+    [(0.0, 2.0, 2), (0.2, 1.8, 2), (0.3, 0.0, 2), (1.0, 1.0, 1), (1.6, 0.4, 1), (2.0, 0.0, 1)],
 )
-def test_idle_cores_from_the_idle_share_over_a_window(
+def test_idle_cores_are_those_other_processes_left_since_the_last_reading(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    idle_jiffies: int,
-    busy_jiffies: int,
+    others_busy: float,
+    own_cpu: float,
     expected: int,
 ) -> None:
-    """The drawing threads follow the idle share of all cores' time over a short window
-    (/proc/stat), not an instantaneous count of runnable threads: a quiet 2-core machine gets
-    two, one busy core or a loaded machine one (never zero)."""
+    """The drawing threads follow the cores that other processes left idle between two
+    readings (/proc/stat's busy time of all cores less this process's own CPU time, per second
+    of wall time), not an instantaneous count of runnable threads: a quiet 2-core machine gets
+    two even while the audit itself keeps both busy, a machine with one core's worth of other
+    work or more gets one (never zero). Readings closer than MIN_WINDOW keep the estimate;
+    no /proc/stat: every core."""
     import fairengine.decisions as decisions
 
     monkeypatch.setattr(decisions.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(decisions.os, "sysconf", lambda name: 100, raising=False)
+    monkeypatch.setattr(decisions, "_LAST", {})
+    clock = {"wall": 1000.0, "own": 50.0}
+    monkeypatch.setattr(decisions.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(decisions.time, "process_time", lambda: clock["own"])
     stat = tmp_path / "stat"
-    # user nice system idle iowait irq softirq steal guest guest_nice
-    stat.write_text("cpu  1000 0 500 8000 100 0 0 0 0 0\ncpu0 ...\n")
 
-    def advance(seconds: float) -> None:  # the window passes: the counters move
-        assert seconds == decisions.IDLE_WINDOW
-        stat.write_text(
-            f"cpu  {1000 + busy_jiffies} 0 500 {8000 + idle_jiffies - 5} 105 0 0 0 0 0\n"
-        )
+    def write(busy_ticks: int) -> None:  # user nice system idle iowait irq softirq steal
+        stat.write_text(f"cpu  {busy_ticks} 0 0 500000 100 0 0 0 0 0\ncpu0 ...\n")
 
-    monkeypatch.setattr(decisions.time, "sleep", advance)
+    write(10_000)
+    assert decisions._idle_cores(stat=stat) == 2  # the first reading: no interval yet
+    seconds = 10.0  # then 10 s in which others and this process used the CPU as given
+    clock["wall"] += seconds
+    clock["own"] += own_cpu * seconds
+    write(10_000 + round(100 * seconds * (others_busy + own_cpu)))
     assert decisions._idle_cores(stat=stat) == expected
-    assert decisions._idle_cores(stat=tmp_path / "absent") == 2  # no /proc: every core
+    clock["wall"] += decisions.MIN_WINDOW / 2  # too soon for a new reading: same estimate
+    write(10_000 + round(100 * seconds * 2.0))
+    assert decisions._idle_cores(stat=stat) == expected
+    assert decisions._idle_cores(stat=tmp_path / "absent") == 2
