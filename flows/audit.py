@@ -181,7 +181,9 @@ def audit_flow(
             {**streamed.source, **counts.summary(), "fingerprint": streamed.fingerprint()}
         )
         resampler: Resampler = Resamplers(
-            CountsPermutationResampler(counts, cfg.methods.permutation_tests, seed=cfg.seed),
+            CountsPermutationResampler(
+                counts, cfg.methods.permutation_tests, seed=cfg.seed, sample=streamed.sample
+            ),
             sample_fliptest_resampler(cfg, rows, methods, model),
         )
     else:

@@ -169,3 +169,46 @@ def test_stream_refuses_what_it_cannot_read(table, session_tmp) -> None:
     assert "data.engine must be one of ['auto', 'pandas', 'stream', 'dask', 'spark']" in str(
         err.value
     )
+
+
+def test_the_decisions_draw_more_permutations_of_the_sample_for_its_tests(
+    table, parts, session_tmp
+) -> None:
+    """The AUC tests of a streamed audit run on the stratified sample; where their decision is
+    open, the decisions draw more permutations of the same sample (the in-memory resampler's
+    seed convention on the sample's rows), not "undetermined" at the first batch's resolution."""
+    from fairengine.dataset import AuditDataset
+    from fairengine.permutation.config import PermutationConfig
+    from fairengine.permutation.method import CountsPermutationResampler, PermutationResampler
+    from fairengine.roles import ColumnRoles
+    from fairengine.streaming import stream_counts
+    from fairengine.streaming.sample import WEIGHT_COLUMN
+
+    roles = ColumnRoles(label="y", protected=("race", "sex"), score="score")
+    counts = stream_counts(str(parts), roles, threshold=0.5, sample_rows=5_000, seed=3)
+    assert counts.sample is not None
+    sample = AuditDataset.from_frame(
+        counts.sample.frame.drop(columns=[WEIGHT_COLUMN]), roles, threshold=0.5
+    )
+    config = PermutationConfig()
+    on_counts = CountsPermutationResampler(counts, config, seed=3, sample=sample)
+    without = CountsPermutationResampler(counts, config, seed=3)
+    on_rows = PermutationResampler(sample, config, seed=3)
+    key = "perm_auc.race.a_b"
+    assert on_counts.can_extend(key) and not without.can_extend(key)
+    assert on_counts.can_extend("perm_positive_rate.race.a_b")  # from the cell counts
+    drawn = on_counts.draw(key, "permutation", 1999, 200)
+    assert drawn == on_rows.draw(key, "permutation", 1999, 200)
+    # through the flow: group c's scores carry less of x (a lower AUC); at a strict α the
+    # sample's AUC tests stay open after the first 1,999 permutations and draw more
+    noisy = 1 / (1 + np.exp(-(0.3 * table.x + np.random.default_rng(1).normal(size=len(table)))))
+    weak = table.assign(score=np.where(table.race == "c", noisy, table.score))
+    folder = _parts(weak, session_tmp / "stream-parts-weak-auc", k=3)
+    settings = _settings(session_tmp, score="score", alpha=0.01, methods=["permutation_tests"])
+    res = fairengine.audit(str(folder), engine="stream", sample_rows=5_000, **settings)
+    auc = {
+        f.key: f for f in res.method("permutation_tests").findings if f.key.startswith("perm_auc")
+    }
+    assert auc and all("from a sample of" in f.label for f in auc.values())
+    drawn = sum(p.resamples for p in auc["perm_auc.race.a_c"].resampling)
+    assert drawn > 1999 and auc["perm_auc.race.a_c"].decision == "reject"

@@ -589,37 +589,55 @@ def run_permutation_tests_from_counts(
 
 
 class CountsPermutationResampler:
-    """More permutations for the tests of a streamed audit that run from cell counts
+    """More permutations for the tests of a streamed audit
     (:func:`run_permutation_tests_from_counts`), for the audit's sequential decisions: test i
     draws its batch after ``start`` from ``SeedSequence(seed, spawn_key=(i, start))``, the
-    convention of :class:`PermutationResampler`, so that the draws are those the same test on
-    rows would make. Tests computed on the stream's sample are not extended (their rows are a
-    sample; their resolution stays that of the first batch)."""
+    convention of :class:`PermutationResampler`.
+    A test that runs from cell counts draws from them (the draws the same test on rows would
+    make); a test computed on the stream's stratified ``sample`` (AUC, calibration, expected
+    counts: they need rows) draws more permutations of the same sample's rows, so its
+    Monte-Carlo p-value of the sample's test is decided like any other (its finding still says
+    that it comes from the sample)."""
 
-    def __init__(self, counts: StreamedCounts, config: PermutationConfig, *, seed: int = 0):
+    def __init__(
+        self,
+        counts: StreamedCounts,
+        config: PermutationConfig,
+        *,
+        seed: int = 0,
+        sample: AuditDataset | None = None,
+    ):
         self.counts = counts
         self.config = config
         self.seed = int(seed)
+        self.sample = sample
         self._tests: dict[str, PlannedTest] = {}
+        self._on_rows: dict[str, PlannedTest] = {}
         if not config.enabled or not counts.has_scores:
             return
-        if counts.threshold is None or counts.weighted:
-            return  # every test needs rows
+        from_cells = counts.threshold is not None and not counts.weighted
         attrs = _tested_attributes(list(counts.categories), config)
         for test in _planned({a: counts.categories[a] for a in attrs}, config):
             metric = RATIO_METRICS.get(test.metric_key) if isinstance(test.metric, str) else None
-            if metric is not None and not metric.uses_probability:
+            if from_cells and metric is not None and not metric.uses_probability:
                 self._tests[test.key] = test
+            elif sample is not None and _skip_reason(sample, test) is None:
+                self._on_rows[test.key] = test
 
     def can_extend(self, key: str) -> bool:
-        return key in self._tests
+        return key in self._tests or key in self._on_rows
 
     def draw(self, key: str, part: str, start: int, batch: int) -> int:
-        test = self._tests[key]
+        test = self._tests.get(key) or self._on_rows[key]
         ss = np.random.SeedSequence(self.seed, spawn_key=(test.index, int(start)))
         progress.report(METHOD, f"more permutations for {key}: {start:,} -> {start + batch:,}")
-        counts_a, counts_b = self.counts.cell_counts(test.attribute, test.a, test.b)
         cfg = self.config
+        if key in self._on_rows:
+            assert self.sample is not None
+            on_sample = _on_sample(self.sample, test)
+            rows = _run_test(self.sample, cfg, on_sample, batch, np.random.default_rng(ss))
+            return int(rows.n_extreme)
+        counts_a, counts_b = self.counts.cell_counts(test.attribute, test.a, test.b)
         res = permutation_test_from_counts(
             counts_a,
             counts_b,
