@@ -20,11 +20,19 @@ FORMAT1 = Path(__file__).parent / "data" / "full_audit_format1.json.gz"
 ``tests/report_full_audit.py``'s small full audit."""
 
 
+ADDED_DEFAULTS = {"task": "binary", "flip": "decision", "loss": "cross-entropy", "classes": []}
+"""Fields added to FlipTest's and individual fairness's details for regression and multiclass
+audits: a format-1 file (binary audits only) reads them as these binary defaults."""
+
+
 def without_added_nulls(new: object, old: object) -> object:
-    """``new`` without the keys ``old`` lacks, each of which must be null."""
+    """``new`` without the keys ``old`` lacks, each of which must be null (or, for a field added
+    for the other tasks, its binary default)."""
     if isinstance(new, dict) and isinstance(old, dict):
         extra = set(new) - set(old)
-        assert all(new[k] is None for k in extra), {k: new[k] for k in extra}
+        assert all(new[k] is None or new[k] == ADDED_DEFAULTS.get(k, None) for k in extra), {
+            k: new[k] for k in extra
+        }
         return {k: without_added_nulls(v, old[k]) for k, v in new.items() if k in old}
     if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
         return [without_added_nulls(a, b) for a, b in zip(new, old, strict=True)]
