@@ -44,5 +44,10 @@ class MlflowUnavailableError(FairEngineError):
     cannot be written); the CLI exits with code 3."""
 
 
+class OrchestrationUnavailableError(FairEngineError):
+    """The workflow engine an audit runs on could not start (e.g. Prefect's embedded server did
+    not answer within its start-up timeout); nothing was audited or logged."""
+
+
 class ResultLoggingError(FairEngineError):
     """The audit ran and its results are on local disk, but recording them (MLflow) failed."""

@@ -26,7 +26,7 @@ from fairengine.audit_context import AuditMetadata, DatasetSummary, ModelIdentit
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.decisions import Resampler, Resamplers, ResamplingSettings
-from fairengine.errors import ResultLoggingError
+from fairengine.errors import OrchestrationUnavailableError, ResultLoggingError
 from fairengine.fliptest.resampler import FlipTestResampler
 from fairengine.intersectional.resampler import IntersectionalResampler
 from fairengine.multiclass.resampler import MulticlassResampler
@@ -404,6 +404,31 @@ def run_audit(
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
     config, inputs = split_storage_options(config, inputs)  # credentials: not a parameter
-    return audit_flow.with_options(task_runner=runner)(
-        config=config, base_dir=base_dir, inputs=inputs
+    try:
+        return audit_flow.with_options(task_runner=runner)(
+            config=config, base_dir=base_dir, inputs=inputs
+        )
+    except RuntimeError as exc:
+        if EPHEMERAL_TIMEOUT not in str(exc):
+            raise
+        raise OrchestrationUnavailableError(embedded_server_timeout_message()) from None
+
+
+EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+"""Prefect's message when its embedded (ephemeral) server does not start in time."""
+
+
+def embedded_server_timeout_message() -> str:
+    """What to do when Prefect's embedded server did not start within its timeout: the
+    setting, its value, the Prefect home it was starting in, and the two ways out."""
+    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    return (
+        f"Prefect's embedded server did not start within {timeout:g} s "
+        f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS) in PREFECT_HOME "
+        f"{str(PREFECT_HOME.value())!r}: nothing was audited. The machine may be overloaded or "
+        "the folder not writable; raise the timeout (e.g. "
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=300), or start a server once with "
+        "`fairengine server start` and re-run (audits then report to it)"
     )

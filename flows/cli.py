@@ -50,10 +50,12 @@ exit codes:
   3  MLflow unavailable: the audit's report.html and audit.json are on disk; record them
      later with `fairengine log --result <audit.json>` (the command is printed)
   4  internal error (a bug: please report it with the output of --debug)
+  5  Prefect unavailable: its embedded server did not start in time (nothing was audited;
+     the message names the timeout setting and `fairengine server start`)
   130/143  stopped by SIGINT/SIGTERM
 """
 
-EXIT_FAIL, EXIT_INPUT, EXIT_MLFLOW, EXIT_INTERNAL = 1, 2, 3, 4
+EXIT_FAIL, EXIT_INPUT, EXIT_MLFLOW, EXIT_INTERNAL, EXIT_PREFECT = 1, 2, 3, 4, 5
 PDF_HELP = (
     "also print the report to report.pdf beside report.html (headless Chromium) and log it to "
     "the MLflow run as audit/report.pdf"
@@ -314,7 +316,12 @@ def _main(argv: list[str] | None) -> int:
         args.prefect_api = choose_prefect_api()
     install_signal_handlers()
     from fairengine import progress
-    from fairengine.errors import FairEngineError, MlflowUnavailableError, ResultLoggingError
+    from fairengine.errors import (
+        FairEngineError,
+        MlflowUnavailableError,
+        OrchestrationUnavailableError,
+        ResultLoggingError,
+    )
 
     if not CONSOLE.quiet:
         progress.set_listener(ProgressPrinter())
@@ -340,6 +347,9 @@ def _main(argv: list[str] | None) -> int:
     except (ResultLoggingError, MlflowUnavailableError) as exc:
         print(f"fairengine: error: MLflow unavailable: {exc}", file=sys.stderr)
         return EXIT_MLFLOW
+    except OrchestrationUnavailableError as exc:
+        print(f"fairengine: error: Prefect unavailable: {exc}", file=sys.stderr)
+        return EXIT_PREFECT
     except FairEngineError as exc:
         print(f"fairengine: error: {exc}", file=sys.stderr)
         if debug:

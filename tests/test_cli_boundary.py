@@ -337,7 +337,7 @@ def test_signal_stops_an_audit_within_5_s_keeping_the_cache_and_no_mlflow_run(
     assert exp is None or not client.search_runs([exp.experiment_id], run_view_type=3)
 
 
-TEXT_LABEL_MODEL = '''
+TEXT_LABEL_MODEL = """
 import mlflow
 import numpy as np
 
@@ -348,7 +348,7 @@ class TextLabels(mlflow.pyfunc.PythonModel):
 
 
 mlflow.models.set_model(TextLabels())
-'''
+"""
 
 
 def test_model_returning_text_labels_exits_2_naming_the_values(tmp_path: Path) -> None:
@@ -386,3 +386,25 @@ def test_model_returning_text_labels_exits_2_naming_the_values(tmp_path: Path) -
     assert "Traceback" not in r.stderr
     assert "Task run failed" not in r.stderr  # the error once, not Prefect's three copies
     assert r.stderr.count("returned text labels") == 1
+
+
+def test_an_embedded_prefect_server_that_does_not_start_exits_5_with_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """Prefect's embedded server not answering within its start-up timeout (an overloaded
+    machine; here a timeout too short for any start) is a one-paragraph error naming the
+    setting and the way out, exit 5, no traceback, nothing audited."""
+    cfg = write_case(tmp_path, BASE, scored_frame())
+    env = {
+        "PREFECT_HOME": str(tmp_path / "fresh-prefect-home"),
+        "FAIRENGINE_HOME": str(tmp_path / "fe-home"),
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
+    }
+    env.pop("PREFECT_API_URL", None)
+    r = cli("audit", "--config", str(cfg), env=env)
+    assert r.returncode == 5, r.stderr[-2000:]
+    assert "Prefect unavailable: Prefect's embedded server did not start within 0 s" in r.stderr
+    assert "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in r.stderr
+    assert "fairengine server start" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "fe-home" / "reports").exists()
