@@ -281,7 +281,10 @@ def _row_method_problem(
         return None
     need = int(spec.min_group_rows(params))
     short = []
+    used = getattr(params, "attributes", None)  # the attributes the method audits (None: all)
     for attr, enc in rows.dataset.groups.items():
+        if used is not None and attr not in used:
+            continue
         in_data = dict(zip(counts.categories[attr], counts.group_sizes(attr), strict=True))
         for cat, n in zip(enc.categories, enc.sizes(), strict=True):
             if n < need <= in_data[cat]:

@@ -336,6 +336,22 @@ def test_a_group_the_sample_makes_too_small_is_named(parts, model, session_tmp) 
     assert flip.status == "not_run"
     assert "race='c' has" in flip.reason and "in the data" in flip.reason
     assert "below the 150 rows per group it needs; raise data.sample_rows" in flip.reason
+    # FlipTest on sex only: race's small group does not stop it
+    on_sex = {
+        **methods,
+        "fliptest": {
+            "min_group_size": 150,
+            "attributes": ["sex"],
+            "n_permutations": 19,
+            "n_selfmap": 19,
+            "n_bootstrap": 19,
+        },
+    }
+    sex_only = fairengine.audit(
+        str(parts), engine="stream", sample_rows=2_000,
+        **_settings(session_tmp, model, methods=on_sex),
+    )  # fmt: skip
+    assert sex_only.method("fliptest").status == "ok", sex_only.method("fliptest").reason
     tiny = fairengine.audit(
         str(parts), engine="stream", sample_rows=5,
         **_settings(session_tmp, model, methods=["fliptest", "mitigation"]),
