@@ -17,10 +17,10 @@ import pandas as pd
 
 from fairengine.counts import index_dtype
 from fairengine.errors import DataContractError
-from fairengine.multiclass.inputs import ROW_SUM_TOLERANCE
 from fairengine.prediction_task import DEFAULT_SCORE_TYPE, TASKS
 from fairengine.roles import ColumnRoles
 from fairengine.scores import (
+    ROW_SUM_TOLERANCE,
     ScoreType,
     check_score_type,
     effective_threshold,

@@ -25,6 +25,9 @@ from scipy.special import expit
 
 from fairengine.errors import DataContractError
 
+#: Tolerance on |Σ_c P_ic − 1| for a row of class probabilities (multiclass audits).
+ROW_SUM_TOLERANCE = 1e-6
+
 ScoreType = Literal["raw", "probability", "label", "value", "class"]
 SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label", "value", "class")
 BINARY_SCORE_TYPES: tuple[str, ...] = ("raw", "probability", "label")

@@ -46,9 +46,8 @@ from fairengine.model_scores import (
     raw_model,
     source_scores,
 )
-from fairengine.multiclass.inputs import ROW_SUM_TOLERANCE
 from fairengine.roles import ColumnRoles
-from fairengine.scores import to_probability
+from fairengine.scores import ROW_SUM_TOLERANCE, to_probability
 from tasks.model_objects import object_fingerprint, object_model
 
 SCORE_COLUMN = "_fairengine_score"

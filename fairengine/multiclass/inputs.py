@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fairengine.errors import DataContractError
+from fairengine.scores import ROW_SUM_TOLERANCE
 
 PROBABILITY_MODES: tuple[str, ...] = ("argmax", "expected")
-#: Tolerance on |Σ_c P_ic − 1| for a probability row.
-ROW_SUM_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
