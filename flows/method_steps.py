@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from contextlib import nullcontext
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,12 @@ from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
 from fairengine.result_codec import JSONLike
 from fairengine.results import MethodResult
-from tasks.caching import counts_cache_policy, counts_identity, method_cache_policy
+from tasks.caching import (
+    counts_cache_policy,
+    counts_identity,
+    method_cache_policy,
+    persisted_cache_options,
+)
 from tasks.method_task import counts_method_task, method_task, store_folder
 from tasks.settings import default_cache_dir
 from tasks.stream_data import RowSample
@@ -76,12 +80,8 @@ def step_cache(cfg: AuditConfig, dataset: AuditDataset, model_info: dict[str, An
     root = cache_root(cfg)
     if root is None:
         return {}
-    return {
-        "cache_policy": method_cache_policy(dataset, model_info, root / "keys"),
-        "persist_result": True,
-        "result_storage": root / "results",
-        "cache_expiration": timedelta(days=cfg.cache.expiration_days),
-    }
+    policy = method_cache_policy(dataset, model_info, root / "keys")
+    return persisted_cache_options(policy, root, cfg.cache.expiration_days)
 
 
 def run_methods(
@@ -224,12 +224,8 @@ def run_methods_from_counts(
     root = cache_root(cfg)
     cache_options: dict[str, Any] = {}
     if root is not None:  # keyed by the content of the count tables and the sample
-        cache_options = {
-            "cache_policy": counts_cache_policy(counts_identity(counts, sample), root / "keys"),
-            "persist_result": True,
-            "result_storage": root / "results",
-            "cache_expiration": timedelta(days=cfg.cache.expiration_days),
-        }
+        policy = counts_cache_policy(counts_identity(counts, sample), root / "keys")
+        cache_options = persisted_cache_options(policy, root, cfg.cache.expiration_days)
     row_cache: dict[str, Any] = {}
     if rows is not None and rows.dataset is not None:
         row_cache = step_cache(cfg, rows.dataset, model_info or {})

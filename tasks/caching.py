@@ -175,6 +175,20 @@ class IdentityPolicy(CachePolicy):
         return h.hexdigest()
 
 
+def persisted_cache_options(
+    policy: CachePolicy, root: Path, expiration_days: float
+) -> dict[str, Any]:
+    """``Task.with_options`` keywords that cache a step by ``policy`` (configured with its key
+    storage, ``root/keys``), its results persisted in ``root/results``, kept
+    ``expiration_days``."""
+    return {
+        "cache_policy": policy,
+        "persist_result": True,
+        "result_storage": root / "results",
+        "cache_expiration": timedelta(days=expiration_days),
+    }
+
+
 def streamed_pass_cache_options(
     identity: str | None, root: Path | None, expiration_days: float = 30.0
 ) -> dict[str, Any]:
@@ -184,12 +198,9 @@ def streamed_pass_cache_options(
     if root is None or identity is None:
         return {}
     policy = IdentityPolicy(identity=identity) + TASK_SOURCE
-    return {
-        "cache_policy": policy.configure(key_storage=root / "keys"),
-        "persist_result": True,
-        "result_storage": root / "results",
-        "cache_expiration": timedelta(days=expiration_days),
-    }
+    return persisted_cache_options(
+        policy.configure(key_storage=root / "keys"), root, expiration_days
+    )
 
 
 @dataclass
@@ -270,9 +281,6 @@ def validation_cache_options(root: Path | None, expiration_days: float = 30.0) -
     if root is None:
         return {}
     policy = FrameStepPolicy(source_modules=("tasks.validate",)) + TASK_SOURCE
-    return {
-        "cache_policy": policy.configure(key_storage=root / "keys"),
-        "persist_result": True,
-        "result_storage": root / "results",
-        "cache_expiration": timedelta(days=expiration_days),
-    }
+    return persisted_cache_options(
+        policy.configure(key_storage=root / "keys"), root, expiration_days
+    )
