@@ -361,14 +361,29 @@ class _CpuReading:
 
     wall: float  # time.monotonic()
     busy: float  # CPU seconds of all cores outside idle and iowait since boot
-    own: float  # CPU seconds of this process (every thread), time.process_time()
+    own: float  # CPU seconds of this process (every thread) and of its child processes
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's live child processes (the worker processes that draw
+    FlipTest's refits, Prefect's embedded server): the audit's own work, not other load."""
+    import psutil
+
+    total = 0.0
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                t = child.cpu_times()
+                total += t.user + t.system
+    return total
 
 
 def _cpu_reading(stat: Path) -> _CpuReading:
     fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    return _CpuReading(time.monotonic(), (sum(fields[:8]) - idle) / ticks, time.process_time())
+    own = time.process_time() + _children_cpu()
+    return _CpuReading(time.monotonic(), (sum(fields[:8]) - idle) / ticks, own)
 
 
 _LAST: dict[str, Any] = {}
@@ -378,10 +393,10 @@ _LAST: dict[str, Any] = {}
 def _idle_cores(stat: Path = Path("/proc/stat")) -> int:
     """Cores not busy with other work: the core count minus the cores that *other* processes
     kept busy since the previous reading (all cores' busy CPU time from ``/proc/stat`` less
-    this process's own CPU time, over the wall time between the readings), rounded, at least
-    1. The first reading is taken when this module is imported, so the first look's estimate
-    covers the audit's method steps. Readings closer than :data:`MIN_WINDOW` keep the last
-    estimate; without ``/proc/stat``, the core count.
+    this process's own CPU time and its children's, over the wall time between the readings),
+    rounded, at least 1. The first reading is taken when this module is imported, so the first
+    look's estimate covers the audit's method steps. Readings closer than :data:`MIN_WINDOW`
+    keep the last estimate; without ``/proc/stat``, the core count.
 
     On a busy 2-core machine two drawing threads made the decide step slower (23.7 s against
     17.4 s on one); on idle cores they share the work. An average over an interval, not an

@@ -37,7 +37,12 @@ from fairengine.results import AuditResult, MethodResult, ValidationResult
 from fairengine.subgroup_scan.resampler import SubgroupScanResampler
 from fairengine.verdict import finalize_audit
 from fairengine.work_bounds import check_work_bounds
-from flows.method_steps import cache_root, run_methods, run_methods_from_counts
+from flows.method_steps import (
+    cache_root,
+    run_methods,
+    run_methods_from_counts,
+    warm_worker_processes,
+)
 from flows.runners import task_runner_for
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
@@ -404,6 +409,7 @@ def run_audit(
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
     config, inputs = split_storage_options(config, inputs)  # credentials: not a parameter
+    warm_worker_processes(cfg, model_given=inputs is not None and inputs.model is not None)
     try:
         return audit_flow.with_options(task_runner=runner)(
             config=config, base_dir=base_dir, inputs=inputs

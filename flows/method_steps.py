@@ -27,7 +27,7 @@ from typing import Any
 
 from prefect.futures import as_completed
 
-from fairengine import progress
+from fairengine import progress, worker_processes
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
 from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
@@ -82,6 +82,19 @@ def step_cache(cfg: AuditConfig, dataset: AuditDataset, model_info: dict[str, An
         return {}
     policy = method_cache_policy(dataset, model_info, root / "keys")
     return persisted_cache_options(policy, root, cfg.cache.expiration_days)
+
+
+def warm_worker_processes(cfg: AuditConfig, model_given: bool) -> None:
+    """Start the worker processes that FlipTest's refits run in
+    (:mod:`fairengine.worker_processes`) and import what they need, without waiting: called
+    before the flow starts, so the imports overlap Prefect's server start and the data steps
+    instead of delaying FlipTest. Nothing when FlipTest is off or has no model."""
+    if not (cfg.methods.fliptest.enabled and (model_given or cfg.model.uri)):
+        return
+    modules = ["fairengine.fliptest.resampler"]
+    if cfg.model.uri:  # the model handle unpickles through MLflow's pyfunc
+        modules.append("mlflow.pyfunc")
+    worker_processes.warm_up(tuple(modules))
 
 
 def run_methods(

@@ -965,18 +965,30 @@ def test_threaded_draws_equal_sequential_draws(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
-    ("others_busy", "own_cpu", "expected"),
-    [(0.0, 2.0, 2), (0.2, 1.8, 2), (0.3, 0.0, 2), (1.0, 1.0, 1), (1.6, 0.4, 1), (2.0, 0.0, 1)],
+    ("others_busy", "own_cpu", "children_cpu", "expected"),
+    [
+        (0.0, 2.0, 0.0, 2),
+        (0.2, 1.8, 0.0, 2),
+        (0.3, 0.0, 0.0, 2),
+        (1.0, 1.0, 0.0, 1),
+        (1.6, 0.4, 0.0, 1),
+        (2.0, 0.0, 0.0, 1),
+        # the audit's worker processes (FlipTest's refits) are its own work, not others'
+        (0.0, 0.4, 1.6, 2),
+        (1.0, 0.2, 0.8, 1),
+    ],
 )
 def test_idle_cores_are_those_other_processes_left_since_the_last_reading(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     others_busy: float,
     own_cpu: float,
+    children_cpu: float,
     expected: int,
 ) -> None:
     """The drawing threads follow the cores that other processes left idle between two
-    readings (/proc/stat's busy time of all cores less this process's own CPU time, per second
+    readings (/proc/stat's busy time of all cores less this process's own CPU time and its
+    child processes', per second
     of wall time), not an instantaneous count of runnable threads: a quiet 2-core machine gets
     two even while the audit itself keeps both busy, a machine with one core's worth of other
     work or more gets one (never zero). Readings closer than MIN_WINDOW keep the estimate;
@@ -986,9 +998,10 @@ def test_idle_cores_are_those_other_processes_left_since_the_last_reading(
     monkeypatch.setattr(decisions.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(decisions.os, "sysconf", lambda name: 100, raising=False)
     monkeypatch.setattr(decisions, "_LAST", {})
-    clock = {"wall": 1000.0, "own": 50.0}
+    clock = {"wall": 1000.0, "own": 50.0, "children": 7.0}
     monkeypatch.setattr(decisions.time, "monotonic", lambda: clock["wall"])
     monkeypatch.setattr(decisions.time, "process_time", lambda: clock["own"])
+    monkeypatch.setattr(decisions, "_children_cpu", lambda: clock["children"])
     stat = tmp_path / "stat"
 
     def write(busy_ticks: int) -> None:  # user nice system idle iowait irq softirq steal
@@ -999,7 +1012,8 @@ def test_idle_cores_are_those_other_processes_left_since_the_last_reading(
     seconds = 10.0  # then 10 s in which others and this process used the CPU as given
     clock["wall"] += seconds
     clock["own"] += own_cpu * seconds
-    write(10_000 + round(100 * seconds * (others_busy + own_cpu)))
+    clock["children"] += children_cpu * seconds
+    write(10_000 + round(100 * seconds * (others_busy + own_cpu + children_cpu)))
     assert decisions._idle_cores(stat=stat) == expected
     clock["wall"] += decisions.MIN_WINDOW / 2  # too soon for a new reading: same estimate
     write(10_000 + round(100 * seconds * 2.0))

@@ -134,6 +134,9 @@ def test_draws_are_reproducible_and_one_batch_serves_every_test_it_can(
     cfg, res = run
     calls: list[int] = []
     real = resampler_module.permutation_rates
+    # counted in this process: the refits on the calling thread (a worker process would call
+    # its own, unpatched copy; tests/test_worker_processes.py checks both give the same rates)
+    monkeypatch.setenv("FAIRENGINE_WORKER_PROCESSES", "0")
 
     def counting(*args, **kwargs):
         calls.append(len(args[-1]))

@@ -12,6 +12,7 @@ histograms; no individual rows).
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from fairengine import progress
+from fairengine import progress, worker_processes
 from fairengine.dataset import AuditDataset
 from fairengine.devices import resolve_device
 from fairengine.errors import ConfigError, DataContractError
@@ -162,40 +163,64 @@ def model_decider(
     attribute: str,
     with_attribute: bool,
     rule: FlipRule = BINARY,
-) -> Callable[[np.ndarray, str], np.ndarray]:
+) -> ModelDecider:
     """The model's outcome as a function of feature points: ``decide(x, group)`` is
     ``predict_proba(x) > threshold`` for the rows ``x`` (in the dataset's feature order), with
     ``attribute`` set to ``group`` when the model reads it (``with_attribute``). With a
     regression ``rule`` (``outcome="value"``) it is the prediction itself, with a multiclass
     rule the predicted class as a code of ``dataset.classes`` (compared as text). Shared by the
     method and by the decision step's more-resamples path (:mod:`fairengine.fliptest.resampler`),
-    so that both flip the same decisions."""
-    columns = list(dataset.feature_columns)
+    so that both flip the same decisions. It keeps only what it needs of ``dataset`` (not its
+    rows), so that it travels to a worker process cheaply."""
     raw = dataset.frame[attribute]
-    values = {str(v.item() if isinstance(v, np.generic) else v): v for v in pd.unique(raw)}
-    class_index = {c: i for i, c in enumerate(dataset.classes)}
+    return ModelDecider(
+        columns=tuple(dataset.feature_columns),
+        attribute=attribute,
+        values={str(v.item() if isinstance(v, np.generic) else v): v for v in pd.unique(raw)},
+        dtype=raw.dtype,
+        class_index={c: i for i, c in enumerate(dataset.classes)},
+        predict_proba=predict_proba,
+        threshold=threshold,
+        with_attribute=with_attribute,
+        rule=rule,
+        task=dataset.task,
+    )
 
-    def decide(x: np.ndarray, group: str) -> np.ndarray:
-        df = pd.DataFrame(x, columns=columns)
-        if with_attribute:
-            df[attribute] = pd.Series([values[group]] * len(df), dtype=raw.dtype)
-        if rule.outcome == "class":
-            return _class_codes(predict_proba(df), len(df), class_index)
-        p = np.asarray(predict_proba(df), dtype=np.float64)
+
+@dataclass(frozen=True)
+class ModelDecider:
+    """``decide(x, group)``: the model's outcome for feature points (:func:`model_decider`)."""
+
+    columns: tuple[str, ...]
+    attribute: str
+    values: dict[str, Any]
+    dtype: Any
+    class_index: dict[str, int]
+    predict_proba: PredictProba
+    threshold: float | None
+    with_attribute: bool
+    rule: FlipRule
+    task: str
+
+    def __call__(self, x: np.ndarray, group: str) -> np.ndarray:
+        df = pd.DataFrame(x, columns=list(self.columns))
+        if self.with_attribute:
+            df[self.attribute] = pd.Series([self.values[group]] * len(df), dtype=self.dtype)
+        if self.rule.outcome == "class":
+            return _class_codes(self.predict_proba(df), len(df), self.class_index)
+        p = np.asarray(self.predict_proba(df), dtype=np.float64)
         if p.ndim == 2 and p.shape[1] in (1, 2):
             p = p[:, -1]
-        what = "prediction" if dataset.task == "regression" else "probability"
+        what = "prediction" if self.task == "regression" else "probability"
         if p.shape != (len(df),) or not np.all(np.isfinite(p)):
             raise DataContractError(
                 f"predict_proba must return one finite {what} per row (shape (n,) or (n, 2)); "
                 f"got shape {p.shape}"
             )
-        if rule.outcome == "value":
+        if self.rule.outcome == "value":
             return p
-        assert threshold is not None
-        return p > threshold
-
-    return decide
+        assert self.threshold is not None
+        return p > self.threshold
 
 
 def _class_codes(output: Any, n: int, class_index: dict[str, int]) -> np.ndarray:
@@ -607,14 +632,24 @@ def run_fliptest(
     }
 
     done = iter(range(1, len(jobs) + 1))  # next() is atomic under the GIL
+    counts_lock = threading.Lock()
+    in_workers: list[bool] = []
 
     def run(job: _PairJob) -> tuple[PairDetails, list[Finding], list[str]]:
-        # every product of a pair is small at the default sizes (maps, validation regressions,
-        # the model on stacked replicates): one thread each, no nested pools on busy cores
-        with small_problem_threads(float(config.max_per_group) ** 2):
-            out = _run_pair(
-                job, dataset, config, x_all, names, estimator, deciders[job.attr], map_cache, rule
-            )
+        # the pair's refits hold the GIL (small problems): they run in a worker process when
+        # one is available (fairengine.worker_processes), else on this thread; same result
+        inputs = _PairInputs.of(
+            job, dataset, config, pair_sample(job, dataset, config, x_all, names)
+        )
+        out, hits, misses = worker_processes.run(
+            _pair_in_worker, inputs, config, names, estimator, deciders[job.attr], map_cache, rule
+        )
+        in_worker = worker_processes.last_fallback() is None
+        with counts_lock:
+            in_workers.append(in_worker)
+            if map_cache is not None and in_worker:  # a thread counted on this cache already
+                map_cache.hits += hits
+                map_cache.misses += misses
         progress.report(METHOD, "pairs of groups", next(done), len(jobs))
         return out
 
@@ -641,6 +676,7 @@ def run_fliptest(
             "device": device,
             "device_requested": config.device,
             "pair_threads": threads,
+            "pairs_in_worker_processes": sum(in_workers),
             "threshold_used": threshold,
             "seed": seed,
         },
@@ -823,6 +859,26 @@ def pair_sample(
     return PairSample(xa, xb, strata[ga], strata[gb], scale, warnings, rng)
 
 
+def _pair_in_worker(
+    inputs: _PairInputs,
+    config: FlipTestConfig,
+    names: list[str],
+    estimator: TransportMap,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    map_cache: MapCache | None,
+    rule: FlipRule,
+) -> tuple[tuple[PairDetails, list[Finding], list[str]], int, int]:
+    """:func:`_pair_outcome` with the numeric libraries on one thread (every product of a pair
+    is small at the default sizes), plus the map cache's hits and misses of this call (a worker
+    process counts on its own copy of the cache)."""
+    hits, misses = (0, 0) if map_cache is None else (map_cache.hits, map_cache.misses)
+    with small_problem_threads(float(config.max_per_group) ** 2):
+        out = _pair_outcome(inputs, config, names, estimator, decide, map_cache, rule)
+    if map_cache is None:
+        return out, 0, 0
+    return out, map_cache.hits - hits, map_cache.misses - misses
+
+
 def _run_pair(
     job: _PairJob,
     dataset: AuditDataset,
@@ -835,17 +891,64 @@ def _run_pair(
     rule: FlipRule = BINARY,
 ) -> tuple[PairDetails, list[Finding], list[str]]:
     """Both directions of one group pair: (pair details, findings, warnings). Deterministic
-    given ``job.seed``, whatever thread runs it."""
+    given ``job.seed``, whatever thread or worker process runs it."""
+    return _pair_outcome(
+        _PairInputs.of(job, dataset, config, pair_sample(job, dataset, config, x_all, names)),
+        config,
+        names,
+        estimator,
+        decide,
+        map_cache,
+        rule,
+    )
+
+
+@dataclass(frozen=True)
+class _PairInputs:
+    """What :func:`_pair_outcome` needs of the dataset for one pair (not its rows)."""
+
+    job: _PairJob
+    sample: PairSample
+    groups: tuple[str, str]
+    task: str
+    classes: tuple[Any, ...]
+    on_prediction: float | None  # a regression rule's decision threshold, for the readings
+
+    @classmethod
+    def of(
+        cls, job: _PairJob, dataset: AuditDataset, config: FlipTestConfig, sample: PairSample
+    ) -> _PairInputs:
+        cats = dataset.groups[job.attr].categories
+        return cls(
+            job,
+            sample,
+            (cats[job.ga], cats[job.gb]),
+            dataset.task,
+            tuple(dataset.classes),
+            decision_threshold(dataset, config) if dataset.task == "regression" else None,
+        )
+
+
+def _pair_outcome(
+    inputs: _PairInputs,
+    config: FlipTestConfig,
+    names: list[str],
+    estimator: TransportMap,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    map_cache: MapCache | None,
+    rule: FlipRule = BINARY,
+) -> tuple[PairDetails, list[Finding], list[str]]:
+    """:func:`_run_pair` after the pair's rows are drawn; runs in a worker process
+    (:mod:`fairengine.worker_processes`) or on the calling thread, with the same result."""
+    job, sample = inputs.job, inputs.sample
     attr = job.attr
-    sample = pair_sample(job, dataset, config, x_all, names)
     rng, xa, xb = sample.rng, sample.xa, sample.xb
     strata = {job.ga: sample.strata_a, job.gb: sample.strata_b}
     ga, gb, scale = job.ga, job.gb, sample.scale
     findings: list[Finding] = []
     warnings = list(sample.warnings)
-    enc = dataset.groups[attr]
     eo = config.mode == "equalized_odds"
-    a_name, b_name = enc.categories[ga], enc.categories[gb]
+    a_name, b_name = inputs.groups
     directions: list[DirectionDetails] = []
     shared = None  # the first direction's permutation refits, inverted (entropic)
     for src, tgt, xs, xt, ss, st in (
@@ -883,12 +986,10 @@ def _run_pair(
         maps = _map_entries(res, attr, src, tgt, eo)
         directions.append(
             _direction_details(
-                res, config, names, target_outcome, validation, maps, rule, dataset.classes
+                res, config, names, target_outcome, validation, maps, rule, inputs.classes
             )
         )
-        on_prediction = (
-            decision_threshold(dataset, config) if dataset.task == "regression" else None
-        )
+        on_prediction = inputs.on_prediction
         for kind in rule.kinds:
             prefix = PREFIXES[kind]
             t = res.tests[kind]

@@ -25,13 +25,14 @@ settle it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 
-from fairengine import progress
+from fairengine import progress, worker_processes
 from fairengine.dataset import AuditDataset
 from fairengine.finding_keys import pair_token, part_token
 from fairengine.fliptest.config import FlipTestConfig
@@ -56,6 +57,7 @@ from fairengine.fliptest.statistics import (
     permutation_rates,
     selfmap_rates,
 )
+from fairengine.library_threads import small_problem_threads
 from fairengine.results import MethodResult
 from fairengine.transport._base import TransportMap, as_points
 
@@ -225,46 +227,26 @@ class FlipTestResampler:
             f"more {part} refits for {job.attr} {source} -> {target}: "
             f"{start:,} -> {start + batch:,}",
         )
-        if part == "self-map":
-            dec_s = self.rule.outcomes(state.decide(xs, source))
-            halves = draw_halves(rng, ss, batch)
-            return np.vstack(
-                [
-                    selfmap_rates(
-                        est,
-                        xs,
-                        ss,
-                        dec_s,
-                        state.decide,
-                        source,
-                        halves[i : i + REFIT_CHUNK],
-                        rule=self.rule,
-                    )
-                    for i in range(0, batch, REFIT_CHUNK)
-                ]
-            )
-        labels = draw_labels(rng, ss, st, batch)
-        out = []
-        for i in range(0, batch, REFIT_CHUNK):
-            fwd, rev = permutation_rates(
-                est,
-                xs,
-                xt,
-                ss,
-                st,
-                state.decide,
-                source,
-                target,
-                labels[i : i + REFIT_CHUNK],
-                rule=self.rule,
-            )
-            if direction < 0:
-                if rev is None:  # not invertible after all: no shared draws
-                    raise ValueError("a shared permutation null needs entropic maps")
-                out.append(np.hstack([fwd, rev]))
-            else:
-                out.append(fwd)
-        return np.vstack(out)
+        draws = (
+            draw_halves(rng, ss, batch) if part == "self-map" else draw_labels(rng, ss, st, batch)
+        )
+        # the refits hold the GIL (small problems): a worker process computes them when one is
+        # available (fairengine.worker_processes), else this thread; the same rates either way
+        return worker_processes.run(
+            refit_rates,
+            part,
+            est,
+            xs,
+            xt,
+            ss,
+            st,
+            state.decide,
+            source,
+            target,
+            draws,
+            shared=direction < 0,
+            rule=self.rule,
+        )
 
     def _estimators(
         self, epsilon: dict[str, float] | None, strata: np.ndarray
@@ -312,3 +294,47 @@ class FlipTestResampler:
         )
         with self._lock:
             return self._states.setdefault(pair, state)
+
+
+def refit_rates(
+    part: str,
+    est: dict[Any, TransportMap],
+    xs: np.ndarray,
+    xt: np.ndarray,
+    ss: np.ndarray,
+    st: np.ndarray,
+    decide: Callable[[np.ndarray, str], np.ndarray],
+    source: str,
+    target: str,
+    draws: np.ndarray,
+    *,
+    shared: bool,
+    rule: FlipRule,
+) -> np.ndarray:
+    """The flipset rates of one batch of refits (rows: refits), in chunks of
+    :data:`REFIT_CHUNK`: ``part`` "self-map" refits the source's random halves ``draws``;
+    "permutation" refits the relabelled pooled sample ``draws`` (both directions' rates side
+    by side when the permutation null is ``shared`` by the pair's directions)."""
+    with small_problem_threads(float(max(len(xs), len(xt))) ** 2):
+        if part == "self-map":
+            dec_s = rule.outcomes(decide(xs, source))
+            return np.vstack(
+                [
+                    selfmap_rates(
+                        est, xs, ss, dec_s, decide, source, draws[i : i + REFIT_CHUNK], rule=rule
+                    )
+                    for i in range(0, len(draws), REFIT_CHUNK)
+                ]
+            )
+        out = []
+        for i in range(0, len(draws), REFIT_CHUNK):
+            fwd, rev = permutation_rates(
+                est, xs, xt, ss, st, decide, source, target, draws[i : i + REFIT_CHUNK], rule=rule
+            )
+            if shared:
+                if rev is None:  # not invertible after all: no shared draws
+                    raise ValueError("a shared permutation null needs entropic maps")
+                out.append(np.hstack([fwd, rev]))
+            else:
+                out.append(fwd)
+        return np.vstack(out)

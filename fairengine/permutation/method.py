@@ -12,6 +12,7 @@ p-value and its Wilson interval.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fairengine import progress
+from fairengine import progress, worker_processes
 from fairengine.dataset import AuditDataset
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.finding_keys import pair_token, part_token
@@ -168,20 +169,35 @@ def _skip_reason(dataset: AuditDataset, test: PlannedTest) -> str | None:
     return None
 
 
+WORKER_WORK = 20_000_000
+"""Row-permutations (rows x permutations) from which a further batch of a test goes to a
+worker process: Adult's AUC batches of thousands of permutations of 45,222 rows do; small
+batches cost less than the trip."""
+
+
 def _run_test(
     dataset: AuditDataset,
     config: PermutationConfig,
     test: PlannedTest,
     n_permutations: int,
     rng: np.random.Generator,
+    *,
+    worker: bool = False,
 ) -> PermutationTestResult:
+    """One planned test on the dataset's rows. ``worker``: a large CPU test (at least
+    :data:`WORKER_WORK` row-permutations) runs in a worker process
+    (:mod:`fairengine.worker_processes`; its numpy loops hold the GIL between calls), with the
+    same result as on this thread (the generator travels with its state)."""
     prediction = dataset.require_scores("permutation tests")
     probability = dataset.probability
     enc = dataset.groups[test.attribute]
     rows = (enc.codes == test.a) | (enc.codes == test.b)
     w = dataset.weights
     backend, device = resolve_backend(config)
-    return permutation_test(
+    call: Any = permutation_test
+    if worker and device == "cpu" and int(rows.sum()) * int(n_permutations) >= WORKER_WORK:
+        call = functools.partial(worker_processes.run, permutation_test)
+    return call(
         dataset.label[rows],
         prediction[rows],
         enc.codes[rows] == test.a,
@@ -383,7 +399,8 @@ class PermutationResampler:
             return self._draw_joint(test, start, batch)
         ss = np.random.SeedSequence(self.seed, spawn_key=(test.index, int(start)))
         progress.report(METHOD, f"more permutations for {key}: {start:,} -> {start + batch:,}")
-        res = _run_test(self.dataset, self.config, test, batch, np.random.default_rng(ss))
+        rng = np.random.default_rng(ss)
+        res = _run_test(self.dataset, self.config, test, batch, rng, worker=True)
         return int(res.n_extreme)
 
     def _draw_joint(self, test: PlannedTest, start: int, batch: int) -> int:
