@@ -40,7 +40,7 @@ import numpy as np
 
 from fairengine.errors import ConfigError, DataContractError
 from fairengine.intersectional.metrics import OUTCOMES, pairwise_epsilon
-from fairengine.mitigation.lp import LPSolution, MitigationError, solve_rtdp_lp
+from fairengine.mitigation.lp import LPSolution, MitigationError, RTDPProgram, solve_rtdp_lp
 from fairengine.mitigation.rates import (
     CONSTRAINT_RATES,
     MITIGATION_METRICS,
@@ -226,6 +226,9 @@ class RTDPPostProcessor:
         self.warnings_: list[str] = []
         self.n_lp_solves_ = 0
         scen_seed = np.random.SeedSequence(self.random_state)
+        program = RTDPProgram(
+            k, eps, outcomes=self.outcomes, rate_floor=self.rate_floor, monotone=self.monotone
+        )
 
         def lp_at(idx: np.ndarray, robust: bool) -> LPSolution:
             up, un = u_pos[rows, idx], u_neg[rows, idx]
@@ -256,7 +259,11 @@ class RTDPPostProcessor:
                         rng=rng,
                     )
             self.n_lp_solves_ += 1
-            return solve_rtdp_lp(
+            if not robust:  # the threshold search: warm re-solves of one model, same values
+                return program.solve(
+                    cost_p[rows, idx], cost_q[rows, idx], const, blocks, n_point_blocks=n_point
+                )
+            return solve_rtdp_lp(  # the LP whose solution is the rule: from scratch
                 cost_p[rows, idx],
                 cost_q[rows, idx],
                 const,
