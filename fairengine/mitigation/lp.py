@@ -360,16 +360,13 @@ class RTDPProgram:
         self._vals = np.zeros(0)
         self._rhs = np.zeros(0)
         self._cost = np.zeros(0)
+        self._masks: tuple[np.ndarray, ...] = ()
 
     def _same_structure(self, use: list[AffineRate]) -> bool:
-        layout = self._layout
         return (
-            layout is not None
-            and len(use) == len(layout.index)
-            and all(
-                np.array_equal(np.flatnonzero(b.mask), idx)
-                for b, idx in zip(use, layout.index, strict=True)
-            )
+            self._layout is not None
+            and len(use) == len(self._masks)
+            and all(np.array_equal(b.mask, m) for b, m in zip(use, self._masks, strict=True))
         )
 
     def solve(
@@ -439,6 +436,7 @@ class RTDPProgram:
             raise _failure(code, message, self.k, len(use), self.epsilon)
         self.n_cold_ += 1
         self._h, self._layout = h, layout
+        self._masks = tuple(np.array(b.mask, dtype=bool) for b in use)
         self._vals, self._rhs, self._cost = vals, rhs, cost
         slack = None if a_ub is None else rhs - a_ub @ np.clip(x, layout.lower, layout.upper)
         return _solution(layout, x, fun, constant, slack, n_point_blocks, nit)

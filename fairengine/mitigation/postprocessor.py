@@ -230,19 +230,26 @@ class RTDPPostProcessor:
             k, eps, outcomes=self.outcomes, rate_floor=self.rate_floor, monotone=self.monotone
         )
 
+        # each rate's affine coefficients at every candidate threshold (K, G), computed once;
+        # an LP picks one column per intersection (elementwise the same numbers)
+        grid_blocks = {
+            r: affine_rate(
+                r,
+                u_pos,
+                u_neg,
+                data.totals,
+                masks[r],
+                alpha=self.smoothing_alpha,
+                beta=self.smoothing_beta,
+            )
+            for r in rates
+        }
+
         def lp_at(idx: np.ndarray, robust: bool) -> LPSolution:
             up, un = u_pos[rows, idx], u_neg[rows, idx]
             blocks: list[AffineRate] = [
-                affine_rate(
-                    r,
-                    up,
-                    un,
-                    data.totals,
-                    masks[r],
-                    alpha=self.smoothing_alpha,
-                    beta=self.smoothing_beta,
-                )
-                for r in rates
+                AffineRate(r, g.a[rows, idx], g.b[rows, idx], g.c[rows, idx], g.mask)
+                for r, g in grid_blocks.items()
             ]
             n_point = len(blocks)
             if robust and self.robust_draws and not math.isinf(eps):
@@ -286,16 +293,7 @@ class RTDPPostProcessor:
             sol = lp_at(idx, robust=True)
         else:
             grid_rates = {}
-            for r in rates:
-                blk = affine_rate(
-                    r,
-                    u_pos,
-                    u_neg,
-                    data.totals,
-                    masks[r],
-                    alpha=self.smoothing_alpha,
-                    beta=self.smoothing_beta,
-                )
+            for r, blk in grid_blocks.items():
                 grid_rates[r] = (blk.b + blk.c, blk.mask)  # p = 0, q = 1
             search = threshold_sweep(
                 grid_rates,
