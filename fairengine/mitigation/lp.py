@@ -59,11 +59,17 @@ HIGHS_OPTIONS: tuple[tuple[str, bool | int | float | str], ...] = (
     ("simplex_strategy", 1),  # dual simplex
 )
 
-# HiGHS model status -> the status numbers scipy's linprog reported (0 optimal, 1 iteration or
-# time limit, 2 infeasible, 3 unbounded, 4 numerical or other problem)
-_LIMITS = (highspy.HighsModelStatus.kIterationLimit, highspy.HighsModelStatus.kTimeLimit)
-_INFEASIBLE = (highspy.HighsModelStatus.kInfeasible,)
-_UNBOUNDED = (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible)
+_S = highspy.HighsModelStatus
+#: HiGHS model status -> the status number and message scipy's linprog reported (0 optimal,
+#: 1 iteration or time limit, 2 infeasible, 3 unbounded, 4 numerical or other problem)
+_LINPROG_STATUS: dict[highspy.HighsModelStatus, tuple[int, str]] = {
+    _S.kModelError: (2, ""),
+    _S.kTimeLimit: (1, "Time limit reached. "),
+    _S.kIterationLimit: (1, "Iteration limit reached. "),
+    _S.kInfeasible: (2, "The problem is infeasible. "),
+    _S.kUnbounded: (3, "The problem is unbounded. "),
+    _S.kUnboundedOrInfeasible: (4, "The problem is unbounded or infeasible. "),
+}
 
 
 class MitigationError(FairEngineError):
@@ -230,14 +236,15 @@ def _run(h: _Highs) -> tuple[bool, int, str, float, np.ndarray | None, int]:
     status = h.getModelStatus()
     info = h.getInfo()
     nit = int(info.simplex_iteration_count)
-    text = h.modelStatusToString(status)
     if status == highspy.HighsModelStatus.kOptimal:
         x = np.asarray(h.getSolution().col_value, dtype=np.float64)
-        return True, 0, text, float(info.objective_function_value), x, nit
-    code = (
-        1 if status in _LIMITS else 2 if status in _INFEASIBLE else 3 if status in _UNBOUNDED else 4
+        return True, 0, "", float(info.objective_function_value), x, nit
+    code, text = _LINPROG_STATUS.get(status, (4, ""))
+    message = (
+        f"{text}(HiGHS Status {int(status)}: model_status is {h.modelStatusToString(status)}; "
+        f"primal_status is {h.solutionStatusToString(info.primal_solution_status)})"
     )
-    return False, code, f"model_status is {text}", math.nan, None, nit
+    return False, code, message, math.nan, None, nit
 
 
 def _failure(code: int, message: str, k: int, nb: int, epsilon: float) -> MitigationError:
