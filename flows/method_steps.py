@@ -85,8 +85,9 @@ def step_cache(cfg: AuditConfig, dataset: AuditDataset, model_info: dict[str, An
 
 
 def warm_worker_processes(cfg: AuditConfig, model_given: bool) -> None:
-    """Start the worker processes that FlipTest's refits run in
-    (:mod:`fairengine.worker_processes`) and import what they need, without waiting: called
+    """Start the worker processes that FlipTest's refits (and the decision step's large
+    permutation batches) run in (:mod:`fairengine.worker_processes`) and import what they
+    need, without waiting: called
     before the flow starts, so the imports overlap Prefect's server start and the data steps
     instead of delaying FlipTest. Nothing when FlipTest is off or has no model."""
     if not (cfg.methods.fliptest.enabled and (model_given or cfg.model.uri)):
@@ -94,6 +95,8 @@ def warm_worker_processes(cfg: AuditConfig, model_given: bool) -> None:
     modules = ["fairengine.fliptest.resampler"]
     if cfg.model.uri:  # the model handle unpickles through MLflow's pyfunc
         modules.append("mlflow.pyfunc")
+    if cfg.methods.permutation_tests.enabled:  # the decision step's large batches
+        modules.append("fairengine.permutation")
     worker_processes.warm_up(tuple(modules))
 
 
