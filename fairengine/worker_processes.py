@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -137,6 +137,32 @@ def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if _broken(exc):  # a worker died (killed, out of memory): compute here
             _state.fallback = f"a worker process stopped ({type(exc).__name__}: {exc})"
             return fn(*args, **kwargs)
+        raise
+
+
+def run_many(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], **kwargs: Any) -> list[T]:
+    """``[fn(*args, **kwargs) for args in calls]``, spread over the worker processes at once
+    (in order), or on this thread when :func:`run` would fall back (same results)."""
+    _state.fallback = None
+    if len(calls) <= 1 or workers() == 0:
+        return [run(fn, *args, **kwargs) for args in calls]
+    try:
+        payloads = [_dumps((fn, args, kwargs)) for args in calls]
+    except _PayloadError as exc:
+        _state.fallback = f"the computation's inputs do not pickle ({exc})"
+        return [fn(*args, **kwargs) for args in calls]
+    try:
+        pool = _executor()
+        futures = [pool.submit(_call, payload) for payload in payloads]
+    except Exception as exc:
+        _state.fallback = f"no worker process could start ({type(exc).__name__}: {exc})"
+        return [fn(*args, **kwargs) for args in calls]
+    try:
+        return [future.result() for future in futures]
+    except Exception as exc:
+        if _broken(exc):
+            _state.fallback = f"a worker process stopped ({type(exc).__name__}: {exc})"
+            return [fn(*args, **kwargs) for args in calls]
         raise
 
 

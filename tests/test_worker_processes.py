@@ -110,7 +110,8 @@ def test_fliptest_pairs_and_refits_equal_in_workers_and_on_threads(
     hiring, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both directions of the pair in a worker process give the thread's findings and details
-    exactly; the map cache counts the worker's fits; the decision step's further refits too."""
+    exactly; the map cache counts the worker's fits; the decision step's further refits too,
+    in pieces over several workers."""
     ds, pp = hiring
     monkeypatch.setenv(worker_processes.ENV, "2")
     cfg, in_workers, cache_w = _run(ds, pp, tmp_path / "w", n_jobs=1)
@@ -134,6 +135,7 @@ def test_fliptest_pairs_and_refits_equal_in_workers_and_on_threads(
     for mode in ("2", "0"):
         monkeypatch.setenv(worker_processes.ENV, mode)
         rs = FlipTestResampler(ds, cfg, on_thread, predict_proba=pp, seed=2)
-        draws[mode] = [rs.draw(key, part, 9, 12) for part in ("self-map", "permutation")]
+        # 230 refits: three pieces of whole chunks, spread over the workers
+        draws[mode] = [rs.draw(key, part, 9, 230) for part in ("self-map", "permutation")]
         assert (worker_processes.last_fallback() is None) == (mode == "2")
     assert draws["2"] == draws["0"]

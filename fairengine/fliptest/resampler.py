@@ -65,6 +65,8 @@ SELFMAP_STREAM = 1
 PERMUTATION_STREAM = 2
 REFIT_CHUNK = 100
 """Refits solved and scored together (bounds the memory of a large batch)."""
+WORKER_SHARES = 4
+"""A batch of refits goes to the worker processes in up to this many pieces (whole chunks)."""
 
 
 @dataclass(frozen=True)
@@ -230,23 +232,15 @@ class FlipTestResampler:
         draws = (
             draw_halves(rng, ss, batch) if part == "self-map" else draw_labels(rng, ss, st, batch)
         )
-        # the refits hold the GIL (small problems): a worker process computes them when one is
-        # available (fairengine.worker_processes), else this thread; the same rates either way
-        return worker_processes.run(
-            refit_rates,
-            part,
-            est,
-            xs,
-            xt,
-            ss,
-            st,
-            state.decide,
-            source,
-            target,
-            draws,
-            shared=direction < 0,
-            rule=self.rule,
-        )
+        # the refits hold the GIL (small problems): worker processes compute them when
+        # available (fairengine.worker_processes), else this thread; the same rates either way.
+        # A large batch is split at REFIT_CHUNK boundaries (refit_rates' own chunks) so that
+        # every worker takes a share.
+        share = REFIT_CHUNK * max(1, -(-len(draws) // (REFIT_CHUNK * max(1, WORKER_SHARES))))
+        pieces = [draws[i : i + share] for i in range(0, len(draws), share)]
+        args = [(part, est, xs, xt, ss, st, state.decide, source, target, p) for p in pieces]
+        rates = worker_processes.run_many(refit_rates, args, shared=direction < 0, rule=self.rule)
+        return np.vstack(rates)
 
     def _estimators(
         self, epsilon: dict[str, float] | None, strata: np.ndarray
