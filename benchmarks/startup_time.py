@@ -37,6 +37,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -130,15 +131,37 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
             marks.setdefault("server_start_begin", time.time())
             out = start(self, *args, **kwargs)
             mark("server_healthy")
+            try:  # CPU seconds the server process used until it answered
+                import psutil
+
+                cpu = psutil.Process(self.server_process.pid).cpu_times()
+                marks["server_cpu"] = cpu.user + cpu.system
+            except Exception:  # psutil missing or the process gone: not measured
+                pass
             return out
 
         module.SubprocessASGIServer.start = timed_start
+
+    def after_startup_module(module: Any) -> None:
+        run = module.prepare_while_server_starts
+
+        def prepare(*args: Any, **kwargs: Any) -> Any:
+            mark("prepare_begin")
+            out = run(*args, **kwargs)
+            mark("prepare_end")
+            marks["prepare_waited"] = out.waited_seconds
+            marks["prepare_warmed"] = list(out.warmed)  # type: ignore[assignment]
+            marks["prepare_left"] = list(out.left)  # type: ignore[assignment]
+            return out
+
+        module.prepare_while_server_starts = prepare
 
     sys.meta_path.insert(
         0,
         _ImportClock(
             {
                 "flows.preflight": (lambda: None, after_preflight_module),
+                "flows.startup": (lambda: None, after_startup_module),
                 "flows.audit": (lambda: mark("flow_modules_import_begin"), after_flow_module),
                 "prefect.server.api.server": (
                     lambda: mark("server_module_import_begin"),
@@ -234,6 +257,7 @@ def run_audit_process(
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(marks), "--"]
     cmd += ["audit", "--config", str(config), "--no-mlflow", "--quiet"]
     marks.unlink(missing_ok=True)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     launched = time.time()
     done = subprocess.run(
         cmd,
@@ -246,7 +270,11 @@ def run_audit_process(
     ended = time.time()
     if done.returncode != 0:
         raise RuntimeError(f"audit failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return phases(json.loads(marks.read_text()), launched, ended)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = phases(json.loads(marks.read_text()), launched, ended)
+    # CPU seconds of the audit process and the children it waited for (the embedded server)
+    out["cpu"] = round(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime, 3)
+    return out
 
 
 def base_env(root: Path) -> dict[str, str]:

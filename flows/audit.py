@@ -44,6 +44,11 @@ from flows.method_steps import (
     warm_worker_processes,
 )
 from flows.runners import task_runner_for
+from flows.startup import (
+    EPHEMERAL_TIMEOUT,
+    embedded_server_timeout_message,
+    prepare_while_server_starts,
+)
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
 from tasks.audit_inputs import AuditInputs, split_storage_options
@@ -404,12 +409,17 @@ def run_audit(
     """Run :func:`audit_flow` on the task runner the config's ``runner`` section names.
 
     This is the entry point of the CLI and of ``fairengine.audit``; calling ``audit_flow``
-    directly uses the thread pool.
+    directly uses the thread pool. Without a Prefect server, Prefect's embedded server is
+    started before the flow, and the steps' imports run while it starts
+    (:func:`flows.startup.prepare_while_server_starts`).
     """
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
     config, inputs = split_storage_options(config, inputs)  # credentials: not a parameter
-    warm_worker_processes(cfg, model_given=inputs is not None and inputs.model is not None)
+    model_given = inputs is not None and inputs.model is not None
+    # Prefect's embedded server starts now; while it starts, the worker processes for FlipTest
+    # start (their imports run in them) and the steps' imports run here
+    prepare_while_server_starts(cfg, extra=[lambda: warm_worker_processes(cfg, model_given)])
     try:
         return audit_flow.with_options(task_runner=runner)(
             config=config, base_dir=base_dir, inputs=inputs
@@ -418,23 +428,3 @@ def run_audit(
         if EPHEMERAL_TIMEOUT not in str(exc):
             raise
         raise OrchestrationUnavailableError(embedded_server_timeout_message()) from None
-
-
-EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
-"""Prefect's message when its embedded (ephemeral) server does not start in time."""
-
-
-def embedded_server_timeout_message() -> str:
-    """What to do when Prefect's embedded server did not start within its timeout: the
-    setting, its value, the Prefect home it was starting in, and the two ways out."""
-    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
-
-    timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
-    return (
-        f"Prefect's embedded server did not start within {timeout:g} s "
-        f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS) in PREFECT_HOME "
-        f"{str(PREFECT_HOME.value())!r}: nothing was audited. The machine may be overloaded or "
-        "the folder not writable; raise the timeout (e.g. "
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=300), or start a server once with "
-        "`fairengine server start` and re-run (audits then report to it)"
-    )

@@ -517,6 +517,9 @@ def _demo(args: argparse.Namespace) -> int:
 
         find_browser()
     CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
+    from flows.startup import start_embedded_server
+
+    start_embedded_server()  # meanwhile (nothing to check first); run_audit joins it
     if args.task == "binary":
         prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
     else:
@@ -576,11 +579,16 @@ def _run_flow(config: dict, base_dir: str, debug: bool, api: PrefectApi | None =
     start = time.perf_counter()
     if not debug:
         quiet_engine_tracebacks()
-    from flows.audit import run_audit
-
     if api is not None and api.note:
         CONSOLE.say(f"warning: {api.note}")
     CONSOLE.say(_flow_start_message(api))
+    from flows.startup import start_embedded_server
+
+    # the inputs passed their checks: Prefect's embedded server (if used) starts now, while
+    # the flow's modules are imported; run_audit joins it before the flow
+    start_embedded_server()
+    from flows.audit import run_audit
+
     run = in_worker_thread(lambda: run_audit(config=config, base_dir=base_dir))
     CONSOLE.say(f"Audit finished in {time.perf_counter() - start:.1f} s")
     return run

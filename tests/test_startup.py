@@ -1,0 +1,292 @@
+"""flows/startup.py: Prefect's embedded server is started before the flow, explicitly, and the
+flow uses that very server (no second one); with ``PREFECT_API_URL`` set nothing starts; a
+server that does not answer in time is the clear OrchestrationUnavailableError; the warm-ups
+import what the steps will import.
+
+The server starts run in fresh processes (as a CLI call or a first ``fairengine.audit`` in a
+notebook does): this test session may already run an embedded server of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairengine.config import AuditConfig
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def scored_case(tmp: Path, cache: bool = False) -> dict:
+    """A small audit with the scores in the data (group parity only)."""
+    rng = np.random.default_rng(3)
+    n = 600
+    frame = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "y": rng.integers(0, 2, n)})
+    frame["score"] = np.clip(0.3 + 0.4 * frame["y"] + rng.normal(0, 0.15, n), 0, 1)
+    frame.to_csv(tmp / "data.csv", index=False)
+    return {
+        "name": "startup-case",
+        "data": {"path": str(tmp / "data.csv")},
+        "columns": {"label": "y", "protected": ["sex"], "score": "score"},
+        "methods": {
+            "group_metrics": {"enabled": False},
+            "permutation_tests": {"enabled": False},
+            "intersectional": {"enabled": False},
+        },
+        "output": {"dir": str(tmp / "reports")},
+        "cache": {"enabled": cache, "dir": str(tmp / "cache")},
+        "mlflow": {"enabled": False},
+    }
+
+
+def fresh_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(
+        PREFECT_HOME=str(tmp / "prefect-home"),
+        FAIRENGINE_HOME=str(tmp / "fe-home"),
+        PYTHONPATH=str(REPO),
+        **extra,
+    )
+    return env
+
+
+def run_script(script: str, tmp: Path, env: dict[str, str], timeout: int = 300) -> dict:
+    """Run ``script`` in a fresh interpreter; it prints one JSON line last."""
+    path = tmp / "script.py"
+    path.write_text(textwrap.dedent(script))
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.flow
+def test_the_server_started_before_the_flow_is_the_one_the_flow_uses(tmp_path: Path) -> None:
+    """run_audit starts the embedded server on its own thread before the flow; the flow run is
+    recorded by that server, and no other server process was launched."""
+    config = scored_case(tmp_path)
+    script = f"""
+        import json, threading
+        import httpx, psutil
+        import flows.audit as audit
+        from flows import startup
+
+        seen = {{}}
+        prepare = audit.prepare_while_server_starts
+
+        def spy(cfg, extra=()):
+            out = prepare(cfg, extra)
+            seen["outcome"] = out
+            return out
+
+        audit.prepare_while_server_starts = spy
+        run = audit.run_audit({config!r})
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()
+        servers = [
+            p.pid for p in psutil.Process().children(recursive=True)
+            if "prefect.server.api.server:create_app" in " ".join(p.cmdline())
+        ]
+        runs = httpx.post(
+            server.api_url + "/flow_runs/filter",
+            json={{"flows": {{"name": {{"any_": ["fairness-audit"]}}}}}},
+        ).json()
+        out = seen["outcome"]
+        print(json.dumps({{
+            "started": out.server_started, "pid": out.server_pid, "servers": servers,
+            "server_pid": server.server_process.pid, "runs": [r["state_type"] for r in runs],
+            "verdict": run.result.verdict.status, "waited": out.waited_seconds,
+            "server_seconds": out.server_seconds, "warmed": out.warmed, "left": out.left,
+            "failed": out.failed,
+        }}))
+    """
+    got = run_script(script, tmp_path, fresh_env(tmp_path))
+    assert got["started"] is True
+    assert got["servers"] == [got["pid"]] == [got["server_pid"]]  # one server: the early one
+    assert got["runs"] == ["COMPLETED"]  # the flow ran on it
+    assert got["verdict"] in ("pass", "fail")
+    assert got["failed"] == []
+    # every import warm-up was either done during the start or left to its step
+    assert set(got["warmed"]) | set(got["left"]) == {"report", "Great Expectations"}
+    assert 0 <= got["waited"] <= got["server_seconds"]
+
+
+@pytest.mark.flow
+def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path: Path) -> None:
+    """`fairengine audit`: the server start begins before the flow's modules are imported (the
+    start overlaps that import) and has answered before the first step starts."""
+    config = scored_case(tmp_path)
+    (tmp_path / "audit.yaml").write_text(json.dumps(config))
+    script = f"""
+        import json, sys
+        from flows import startup
+
+        order = []
+        begin = startup.start_embedded_server
+
+        def spy():
+            order.append(("start", "flows.audit" in sys.modules))
+            return begin()
+
+        startup.start_embedded_server = spy
+        from flows.cli import main
+
+        code = main(["audit", "--config", {str(tmp_path / "audit.yaml")!r}])
+        print(json.dumps({{"code": code, "order": order}}))
+    """
+    env = fresh_env(tmp_path)
+    path = tmp_path / "cli.py"
+    path.write_text(textwrap.dedent(script))
+    done = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, cwd=REPO, env=env
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0
+    assert got["order"][0] == ["start", False]  # before `from flows.audit import run_audit`
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("[fairengine] ")]
+    started = next(i for i, ln in enumerate(lines) if "prefect_server: started" in ln)
+    answered = next(i for i, ln in enumerate(lines) if "prefect_server: finished in" in ln)
+    first_step = next(i for i, ln in enumerate(lines) if "load_data: started" in ln)
+    assert started < answered < first_step, lines
+
+
+def test_with_an_api_url_nothing_starts_and_only_the_extra_warm_ups_run(
+    tmp_path: Path,
+) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows import startup
+
+    cfg = AuditConfig.from_dict(scored_case(tmp_path))
+    calls: list[str] = []
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        assert not startup.embedded_server_applies()
+        assert startup.start_embedded_server() is None
+        out = startup.prepare_while_server_starts(cfg, extra=[lambda: calls.append("pool")])
+    assert calls == ["pool"]
+    assert out.server_started is False and out.server_pid is None
+    assert out.warmed == () and out.left == () and out.waited_seconds == 0.0
+
+
+def test_a_warm_up_that_fails_is_recorded_and_does_not_stop_the_audit(tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows import startup
+
+    def broken_pool() -> None:
+        raise OSError("no worker could start")
+
+    cfg = AuditConfig.from_dict(scored_case(tmp_path))
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        out = startup.prepare_while_server_starts(cfg, extra=[broken_pool, lambda: None])
+    assert out.failed == ("broken_pool",)
+
+
+def test_a_server_that_does_not_answer_in_time_is_orchestration_unavailable(
+    tmp_path: Path,
+) -> None:
+    """A start-up timeout too short for any start: run_audit (the CLI's and the Python API's
+    path) raises OrchestrationUnavailableError with the setting and the way out, before the
+    flow (nothing audited)."""
+    config = scored_case(tmp_path)
+    script = f"""
+        import json
+        from fairengine.errors import OrchestrationUnavailableError
+        from flows.audit import run_audit
+
+        try:
+            run_audit({config!r})
+        except OrchestrationUnavailableError as exc:
+            print(json.dumps({{"error": str(exc)}}))
+        else:
+            print(json.dumps({{"error": None}}))
+    """
+    env = fresh_env(tmp_path, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="0")
+    got = run_script(script, tmp_path, env)
+    assert got["error"] is not None
+    assert "did not start within 0 s" in got["error"]
+    assert "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in got["error"]
+    assert "fairengine server start" in got["error"]
+    assert not (tmp_path / "reports").exists()
+
+
+def test_great_expectations_is_warmed_only_when_validation_is_sure_to_run(
+    tmp_path: Path,
+) -> None:
+    from flows.startup import import_warmups, validation_will_run
+
+    off = AuditConfig.from_dict(scored_case(tmp_path, cache=False))
+    first = AuditConfig.from_dict(scored_case(tmp_path, cache=True))
+    assert validation_will_run(off) and validation_will_run(first)
+    assert [w.name for w in import_warmups(first)] == ["report", "Great Expectations"]
+    (tmp_path / "cache" / "keys").mkdir(parents=True)  # a cache with keys: may be a hit
+    assert not validation_will_run(first)
+    assert validation_will_run(off)  # cache off: always runs
+    assert [w.name for w in import_warmups(first)] == ["report"]
+    model_case = {**scored_case(tmp_path), "model": {"uri": "models:/m/1"}}
+    model_case["columns"] = {"label": "y", "protected": ["sex"]}
+    with_model = AuditConfig.from_dict(model_case)
+    names = [w.name for w in import_warmups(with_model)]
+    assert names[0] == "model loader" and "torch" in names  # individual fairness is on
+
+
+@pytest.mark.flow
+def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
+    tmp_path: Path,
+) -> None:
+    """For a registered scikit-learn model, the modules read from its MLmodel are the flavour's
+    loader and its serialization package, and loading the model does import each of them."""
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = fresh_env(tmp_path, MLFLOW_TRACKING_URI=store)
+    register = f"""
+        import json, mlflow
+        import numpy as np
+        from sklearn.linear_model import LogisticRegression
+
+        mlflow.set_tracking_uri({store!r})
+        exp = mlflow.create_experiment("m", artifact_location={(tmp_path / "art").as_uri()!r})
+        x = np.arange(20.0).reshape(-1, 1)
+        with mlflow.start_run(experiment_id=exp):
+            mlflow.sklearn.log_model(
+                LogisticRegression().fit(x, x[:, 0] > 9), name="model",
+                registered_model_name="startup-model",
+            )
+        print(json.dumps({{}}))
+    """
+    run_script(register, tmp_path, env)
+    load = f"""
+        import json, sys
+        from flows.startup import model_loader_modules
+
+        modules = model_loader_modules("models:/startup-model/1", {store!r})
+        before = [m for m in modules if m in sys.modules]
+        import mlflow
+
+        mlflow.set_tracking_uri({store!r})
+        mlflow.pyfunc.load_model("models:/startup-model/1")
+        print(json.dumps({{
+            "modules": modules, "before": before,
+            "after": [m for m in modules if m in sys.modules],
+        }}))
+    """
+    got = run_script(load, tmp_path, env)
+    assert got["modules"][0] == "mlflow.sklearn"
+    assert len(got["modules"]) == 2 and got["modules"][1] in ("skops.io", "cloudpickle")
+    assert got["before"] == []  # reading the MLmodel did not import them already
+    assert got["after"] == got["modules"]  # loading the model imports every one of them
