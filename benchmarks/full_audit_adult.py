@@ -374,6 +374,15 @@ def main() -> None:
 
     if args.runner == "dask":
         config["runner"] = {"kind": "dask"}
+    from fairengine import progress
+
+    first_step: list[float] = []  # when the flow's first step started (after the start-up)
+
+    def on_progress(event: Any) -> None:
+        if event.message == "started" and event.step != "prefect_server" and not first_step:
+            first_step.append(time.perf_counter())
+
+    progress.set_listener(on_progress)
     t1 = time.perf_counter()
     try:
         run = run_audit(config)
@@ -389,7 +398,9 @@ def main() -> None:
     assert stored["metadata"]["timings"] == timings  # the timings are in the report's JSON
     html = Path(run.report_path).read_text()
     statuses = {m.method: m.status for m in result.methods}
-    print(f"audit wall {wall:.1f} s; statuses {statuses}")
+    progress.set_listener(None)
+    to_first = first_step[0] - t1 if first_step else float("nan")
+    print(f"audit wall {wall:.1f} s; first step after {to_first:.1f} s; statuses {statuses}")
     print(f"audit json: {run.paths['json']}")
 
     method_names = [m.method for m in result.methods]
@@ -436,6 +447,8 @@ def main() -> None:
             if restricted
             else "). "
         )
+        + f"The flow's first step started {to_first:.1f} s after `run_audit` was called "
+        "(Prefect's embedded server start and the start-up before it). "
         + f"Verdict {result.verdict.status}; method statuses: "
         + ", ".join(f"{k} {v}" for k, v in statuses.items())
         + ".",
