@@ -15,6 +15,11 @@ machine's load falls on them alike (the order rotates from run to run):
   flow's and the steps' modules are imported);
 * ``server``: this checkout while ``fairengine server start`` runs (started once, timed).
 
+``--cold-runs N`` adds N cold runs of ``before`` and ``embedded`` (interleaved): nothing cached
+(``--no-cache``), a fresh Prefect home each (the embedded server migrates a new database), the
+demo's methods without the model refits (FlipTest, individual fairness, mitigation, subgroup
+scan), so that every step, Great Expectations and the report included, runs.
+
 Each audit process runs under a wrapper (this file with ``--child``) that timestamps, without
 importing anything the CLI would not: the end of the config and data checks, the import of the
 flow modules, Prefect's embedded-server start (import of its server module in the CLI process
@@ -27,7 +32,7 @@ from launch to exit and its CPU time (with the server's). Medians over ``--runs`
 Usage::
 
     .venv/bin/python benchmarks/startup_time.py            # 3 runs per mode
-    .venv/bin/python benchmarks/startup_time.py --runs 5
+    .venv/bin/python benchmarks/startup_time.py --runs 5 --cold-runs 3
 
 Writes ``benchmarks/results/startup.md`` (``--out`` to change).
 """
@@ -57,6 +62,8 @@ BASELINE_REV = "9cfddb4"
 """The commit before the early server start (:mod:`flows.startup`): the flow's client starts
 Prefect's embedded server and waits for it. (e34f99c, before the first start-up work, also
 tore the interpreter's modules down at exit.)"""
+COLD_OFF = ("fliptest", "individual_fairness", "mitigation", "subgroup_scan")
+"""Methods off in the cold runs (``--cold-runs``), which recompute everything in each run."""
 METHODS = (
     "group_parity",
     "group_metrics",
@@ -257,6 +264,8 @@ def phases(marks: dict[str, float], launched: float, ended: float) -> dict[str, 
         "server_wait": m.get("server_healthy", 0.0) - m.get("server_start_begin", 0.0),
         "server_cpu": m.get("server_cpu", 0.0),
         "blocked": blocked,
+        "validate_data": m["validate_data_finished"] - m["validate_data_started"],
+        "render_report": m["render_report_finished"] - m["render_report_started"],
     }
     out = {k: round(v, 3) for k, v in out.items()}
     out["embedded_server_started"] = float(started)
@@ -266,11 +275,11 @@ def phases(marks: dict[str, float], launched: float, ended: float) -> dict[str, 
 
 
 def run_audit_process(
-    src: Path, env: dict[str, str], config: Path, marks: Path
+    src: Path, env: dict[str, str], config: Path, marks: Path, extra: tuple[str, ...] = ()
 ) -> dict[str, float]:
     """One audit as a fresh process under the wrapper; returns its phases."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(marks), "--"]
-    cmd += ["audit", "--config", str(config), "--no-mlflow", "--quiet"]
+    cmd += ["audit", "--config", str(config), "--no-mlflow", "--quiet", *extra]
     marks.unlink(missing_ok=True)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     launched = time.time()
@@ -337,6 +346,12 @@ def prepare(root: Path, env: dict[str, str]) -> Path:
     config["output"] = {"dir": str(root / "reports")}
     bench = config_path.with_name("audit-startup.yaml")
     bench.write_text(yaml.safe_dump(config, sort_keys=False))
+    cold = dict(config)  # the cold runs: the methods that need no model refits, cache off
+    cold["methods"] = {
+        **(config.get("methods") or {}),
+        **{name: {"enabled": False} for name in COLD_OFF},
+    }
+    bench.with_name("audit-startup-cold.yaml").write_text(yaml.safe_dump(cold, sort_keys=False))
     return bench
 
 
@@ -363,6 +378,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per mode (default 3)")
     ap.add_argument("--baseline-rev", default=BASELINE_REV, help="code of the 'before' mode")
     ap.add_argument("--out", type=Path, default=RESULTS / "startup.md")
+    ap.add_argument(
+        "--cold-runs",
+        type=int,
+        default=0,
+        help="also this many cold runs per mode (before, embedded): --no-cache, a fresh "
+        f"Prefect home each, the demo's methods without {', '.join(COLD_OFF)}",
+    )
     args = ap.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="fairengine-startup-"))
@@ -425,6 +447,30 @@ def main() -> None:
                 )
     finally:
         subprocess.run([*cli, "stop"], env=server_env, cwd=REPO, check=True)
+    cold: dict[str, list[dict[str, float]]] = {"before": [], "embedded": []}
+    cold_warmed: list[str] = []
+    cold_config = config.with_name("audit-startup-cold.yaml")
+    for i in range(args.cold_runs):
+        order = list(cold)
+        for mode in order[i % 2 :] + order[: i % 2]:
+            fresh = {
+                **env,
+                "FAIRENGINE_HOME": str(root / f"home-cold-{mode}-{i}"),
+                "PREFECT_HOME": str(root / f"prefect-cold-{mode}-{i}"),
+            }
+            src = sources["before" if mode == "before" else "now"]
+            got = run_audit_process(src, fresh, cold_config, marks, ("--no-cache",))
+            cold[mode].append(got)
+            loads.append(os.getloadavg()[0])
+            warmed = json.loads(marks.read_text()).get("prepare_warmed")
+            if warmed is not None:
+                cold_warmed.append(", ".join(warmed) or "none")
+            print(
+                f"cold run {i + 1} {mode}: wall {got['wall']:.1f} s, first step at "
+                f"{got['before_first'] - got['steps']:.1f} s, validate {got['validate_data']:.1f}"
+                f" s, load_model {got['load_model']:.1f} s, render {got['render_report']:.1f} s, "
+                f"load {loads[-1]:.1f}, warmed during the start: {warmed}"
+            )
 
     rev = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", args.baseline_rev],
@@ -446,6 +492,7 @@ def main() -> None:
         f"- date: {datetime.now(UTC).isoformat(timespec='seconds')}",
         "- command: `.venv/bin/python benchmarks/startup_time.py"
         + (f" --runs {args.runs}" if args.runs != 3 else "")
+        + (f" --cold-runs {args.cold_runs}" if args.cold_runs else "")
         + "`",
         f"- machine: {platform.system().lower()}, {os.cpu_count()} CPU cores, Python "
         f"{platform.python_version()}, shared with other jobs: 1-min load average "
@@ -484,6 +531,42 @@ def main() -> None:
         "little: the server and the audit then share the CPU time the audit had alone.",
         "",
     ]
+    if args.cold_runs:
+        cold_rows = [
+            ("first_step", "launch to the flow's first step (`load_data`)"),
+            ("startup", "of which: checks done until the first flow step"),
+            ("blocked", "the audit's thread blocked on the server start"),
+            ("server_wait", "embedded server: launched until it answered (fresh database)"),
+            ("load_model", "load_model"),
+            ("validate_data", "validate_data (Great Expectations)"),
+            ("render_report", "render_report"),
+            ("wall", "**wall, launch to exit**"),
+            ("cpu", "CPU seconds, the audit process and its embedded server together"),
+        ]
+        for runs in cold.values():
+            for r in runs:
+                r["first_step"] = round(r["before_first"] - r["steps"], 3)
+        lines += [
+            f"## Cold runs ({args.cold_runs} per mode, interleaved)",
+            "",
+            "`fairengine audit --config audit-startup-cold.yaml --no-mlflow --quiet --no-cache`: "
+            f"the demo's audit without {', '.join(COLD_OFF)}, nothing cached, a fresh Prefect "
+            "home each run (the embedded server migrates a new database); medians in seconds.",
+            "",
+            "| phase | before | embedded |",
+            "|---|---|---|",
+            *(
+                f"| {label} | " + " | ".join(fmt([r[key] for r in cold[m]]) for m in cold) + " |"
+                for key, label in cold_rows
+            ),
+            "",
+            "Wall per run: "
+            + "; ".join(f"{m} " + ", ".join(f"{r['wall']:.1f}" for r in cold[m]) for m in cold)
+            + ". Warm-up imports done during the start (`embedded`, per run): "
+            + "; ".join(cold_warmed or ["none recorded"])
+            + ".",
+            "",
+        ]
     args.out.write_text("\n".join(lines))
     print(args.out.read_text())
     shutil.rmtree(root, ignore_errors=True)
