@@ -24,6 +24,10 @@ and ``fairengine.audit``) starts that same server explicitly before the flow:
 4. it joins the start. The server is a per-port singleton: the flow's ``get_client()`` finds
    it running and uses it, so no second server starts.
 
+The overlap moves work, it removes none: it pays where a core is free (the demo's warm re-run
+as a CLI call, 9.5-9.7 s against 11.5-13.1 s), and not on a machine whose cores are busy,
+where the server and the audit share the same CPU time (``benchmarks/results/startup.md``).
+
 :func:`start_embedded_server` begins step 1-2 earlier: the CLI calls it once its input checks
 passed, before it imports the flow's modules (torch, POT, the tasks), so that those imports
 overlap the start too; :func:`prepare_while_server_starts` then joins that start. Whoever
