@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import sys
 import tempfile
 import threading
@@ -220,20 +221,46 @@ def is_mlflow_model_uri(uri: str | None) -> bool:
     return bool(uri) and not str(uri).startswith("python:")
 
 
+REGISTERED_MODEL = re.compile(
+    r"^models:/(?P<name>[^/@]+)(?:/(?P<version>\d+)|@(?P<alias>[^/]+))/?$"
+)
+"""``models:/name/3`` or ``models:/name@alias``: a version of the model registry."""
+RUN_MODEL = re.compile(r"^runs:/(?P<run_id>[^/]+)/(?P<path>.+?)/?$")
+"""``runs:/<run id>/<path>``: a model logged in a run."""
+
+
+def model_location(uri: str, tracking_uri: str) -> str | None:
+    """Where the model of ``uri`` is stored (the folder holding its ``MLmodel``), resolved
+    through the registry and tracking store at ``tracking_uri`` only (never MLflow's global
+    default store); ``None`` for a URI this does not resolve (MLflow 3's ``models:/m-<id>``)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    if m := REGISTERED_MODEL.match(uri):
+        version = m["version"] or client.get_model_version_by_alias(m["name"], m["alias"]).version
+        return str(client.get_model_version_download_uri(m["name"], str(version)))
+    if m := RUN_MODEL.match(uri):
+        return f"{client.get_run(m['run_id']).info.artifact_uri.rstrip('/')}/{m['path']}"
+    if uri.startswith(("models:/", "runs:/")):
+        return None
+    return uri  # a path or a storage URI
+
+
 def model_loader_modules(uri: str, tracking_uri: str) -> list[str]:
     """The modules that ``mlflow.pyfunc.load_model(uri)`` will import to load the model: the
     flavour's MLflow module (``mlflow.sklearn``, ``mlflow.pytorch``, ...) and, for a
     scikit-learn model saved with skops or cloudpickle, that package. Read from the model's
-    ``MLmodel`` file (one small download through the tracking/registry store)."""
+    ``MLmodel`` file (:func:`model_location`; one small file copied from the artifact store);
+    ``[]`` when the URI does not resolve here."""
     import yaml
     from mlflow.artifacts import download_artifacts
 
+    location = model_location(uri, tracking_uri)
+    if location is None:
+        return []
     with tempfile.TemporaryDirectory(prefix="fairengine-mlmodel-") as tmp:
         path = download_artifacts(
-            artifact_uri=f"{uri.rstrip('/')}/MLmodel",
-            dst_path=tmp,
-            tracking_uri=tracking_uri,
-            registry_uri=tracking_uri,
+            artifact_uri=f"{location.rstrip('/')}/MLmodel", dst_path=tmp, tracking_uri=tracking_uri
         )
         flavors = (yaml.safe_load(Path(path).read_text()) or {}).get("flavors") or {}
     modules = []

@@ -58,7 +58,9 @@ def fresh_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_script(script: str, tmp: Path, env: dict[str, str], timeout: int = 300) -> dict:
+def run_script(
+    script: str, tmp: Path, env: dict[str, str], timeout: int = 300, cwd: Path = REPO
+) -> dict:
     """Run ``script`` in a fresh interpreter; it prints one JSON line last."""
     path = tmp / "script.py"
     path.write_text(textwrap.dedent(script))
@@ -66,7 +68,7 @@ def run_script(script: str, tmp: Path, env: dict[str, str], timeout: int = 300) 
         [sys.executable, str(path)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         timeout=timeout,
     )
@@ -250,8 +252,10 @@ def test_great_expectations_is_warmed_only_when_validation_is_sure_to_run(
 def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
     tmp_path: Path,
 ) -> None:
-    """For a registered scikit-learn model, the modules read from its MLmodel are the flavour's
-    loader and its serialization package, and loading the model does import each of them."""
+    """For a registered scikit-learn model (by version and by alias), the modules read from its
+    MLmodel are the flavour's loader and its serialization package, and loading the model does
+    import each of them. The store is the one given: without MLFLOW_TRACKING_URI nothing is
+    looked up in (or written to) MLflow's default store in the working directory."""
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = fresh_env(tmp_path, MLFLOW_TRACKING_URI=store)
     register = f"""
@@ -267,6 +271,7 @@ def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
                 LogisticRegression().fit(x, x[:, 0] > 9), name="model",
                 registered_model_name="startup-model",
             )
+        mlflow.MlflowClient().set_registered_model_alias("startup-model", "champion", "1")
         print(json.dumps({{}}))
     """
     run_script(register, tmp_path, env)
@@ -275,6 +280,8 @@ def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
         from flows.startup import model_loader_modules
 
         modules = model_loader_modules("models:/startup-model/1", {store!r})
+        by_alias = model_loader_modules("models:/startup-model@champion", {store!r})
+        assert by_alias == modules, (by_alias, modules)
         before = [m for m in modules if m in sys.modules]
         import mlflow
 
@@ -285,7 +292,11 @@ def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
             "after": [m for m in modules if m in sys.modules],
         }}))
     """
-    got = run_script(load, tmp_path, env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    no_default = {k: v for k, v in env.items() if k != "MLFLOW_TRACKING_URI"}
+    got = run_script(load, tmp_path, no_default, cwd=elsewhere)
+    assert not (elsewhere / "mlflow.db").exists()  # MLflow's default store: not touched
     assert got["modules"][0] == "mlflow.sklearn"
     assert len(got["modules"]) == 2 and got["modules"][1] in ("skops.io", "cloudpickle")
     assert got["before"] == []  # reading the MLmodel did not import them already
