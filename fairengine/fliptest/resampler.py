@@ -300,15 +300,16 @@ def refit_rates(
     decide: Callable[[np.ndarray, str], np.ndarray],
     source: str,
     target: str,
-    draws: np.ndarray,
+    draws: list[Any],
     *,
     shared: bool,
     rule: FlipRule,
 ) -> np.ndarray:
     """The flipset rates of one batch of refits (rows: refits), in chunks of
-    :data:`REFIT_CHUNK`: ``part`` "self-map" refits the source's random halves ``draws``;
-    "permutation" refits the relabelled pooled sample ``draws`` (both directions' rates side
-    by side when the permutation null is ``shared`` by the pair's directions)."""
+    :data:`REFIT_CHUNK`: ``part`` "self-map" refits the source's random halves ``draws``
+    (:func:`draw_halves`); "permutation" refits the relabelled pooled sample ``draws``
+    (:func:`draw_labels`; both directions' rates side by side when the permutation null is
+    ``shared`` by the pair's directions)."""
     with small_problem_threads(float(max(len(xs), len(xt))) ** 2):
         if part == "self-map":
             dec_s = rule.outcomes(decide(xs, source))
