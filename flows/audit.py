@@ -48,6 +48,7 @@ from flows.startup import (
     EPHEMERAL_TIMEOUT,
     embedded_server_timeout_message,
     prepare_while_server_starts,
+    validation_will_run,
 )
 from tasks.after_logging import AFTER_LOGGING, LoggedAudit
 from tasks.audit_events import emit_audit_events
@@ -416,10 +417,19 @@ def run_audit(
     cfg = AuditConfig.from_dict(config, base_dir=Path(base_dir) if base_dir else None)
     runner = task_runner_for(cfg)
     config, inputs = split_storage_options(config, inputs)  # credentials: not a parameter
+    # Prefect's embedded server starts now. A first audit with this cache (or none) computes
+    # its methods: the worker processes for FlipTest start meanwhile, and the steps import
+    # their modules themselves (importing them here too would only compete with the server and
+    # the workers for the cores: the cold Adult audit's methods started 1.4-2.9 s later). A
+    # likely re-run (cache keys exist) reads its methods from the cache: no workers, and the
+    # steps' imports run here while the server starts.
+    first = validation_will_run(cfg)
     model_given = inputs is not None and inputs.model is not None
-    # Prefect's embedded server starts now; while it starts, the worker processes for FlipTest
-    # start (their imports run in them) and the steps' imports run here
-    prepare_while_server_starts(cfg, extra=[lambda: warm_worker_processes(cfg, model_given)])
+    prepare_while_server_starts(
+        cfg,
+        extra=[lambda: warm_worker_processes(cfg, model_given)] if first else [],
+        warm_imports=not first,
+    )
     try:
         return audit_flow.with_options(task_runner=runner)(
             config=config, base_dir=base_dir, inputs=inputs

@@ -354,12 +354,16 @@ def _run_warmup(warmup: WarmUp | Callable[[], object], failed: list[str]) -> boo
 
 
 def prepare_while_server_starts(
-    cfg: AuditConfig, extra: Sequence[Callable[[], object]] = ()
+    cfg: AuditConfig,
+    extra: Sequence[Callable[[], object]] = (),
+    *,
+    warm_imports: bool = True,
 ) -> StartupOutcome:
     """Start Prefect's embedded server (or join the start :func:`start_embedded_server`
-    began), and while it starts run ``extra`` (every one, in order, server or not) and then
-    the import warm-ups of :func:`import_warmups` for ``cfg`` until the server answers;
-    join it before returning. With no embedded server to start, only ``extra`` runs.
+    began), and while it starts run ``extra`` (every one, in order, server or not) and then,
+    with ``warm_imports``, the import warm-ups of :func:`import_warmups` for ``cfg`` until
+    the server answers; join it before returning. With no embedded server to start, only
+    ``extra`` runs.
 
     Raises :class:`~fairengine.errors.OrchestrationUnavailableError` when the server does
     not answer within ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``."""
@@ -369,7 +373,7 @@ def prepare_while_server_starts(
         _run_warmup(fn, failed)
     warmed: list[str] = []
     left: list[str] = []
-    if start is not None:
+    if start is not None and warm_imports:
         for warmup in import_warmups(cfg):
             if start.answered.is_set():
                 left.append(warmup.name)
