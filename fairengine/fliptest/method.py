@@ -634,6 +634,7 @@ def run_fliptest(
     done = iter(range(1, len(jobs) + 1))  # next() is atomic under the GIL
     counts_lock = threading.Lock()
     in_workers: list[bool] = []
+    on_gpu = device.startswith("cuda")
 
     def run(job: _PairJob) -> tuple[PairDetails, list[Finding], list[str]]:
         # the pair's refits hold the GIL (small problems): they run in a worker process when
@@ -641,10 +642,13 @@ def run_fliptest(
         inputs = _PairInputs.of(
             job, dataset, config, pair_sample(job, dataset, config, x_all, names)
         )
-        out, hits, misses = worker_processes.run(
-            _pair_in_worker, inputs, config, names, estimator, deciders[job.attr], map_cache, rule
-        )
-        in_worker = worker_processes.last_fallback() is None
+        args = (inputs, config, names, estimator, deciders[job.attr], map_cache, rule)
+        if on_gpu:  # kernels on a GPU do not hold the GIL; a worker would open a CUDA context
+            out, hits, misses = _pair_in_worker(*args)
+            in_worker = False
+        else:
+            out, hits, misses = worker_processes.run(_pair_in_worker, *args)
+            in_worker = worker_processes.last_fallback() is None
         with counts_lock:
             in_workers.append(in_worker)
             if map_cache is not None and in_worker:  # a thread counted on this cache already

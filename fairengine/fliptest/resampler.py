@@ -239,7 +239,12 @@ class FlipTestResampler:
         share = REFIT_CHUNK * max(1, -(-len(draws) // (REFIT_CHUNK * max(1, WORKER_SHARES))))
         pieces = [draws[i : i + share] for i in range(0, len(draws), share)]
         args = [(part, est, xs, xt, ss, st, state.decide, source, target, p) for p in pieces]
-        rates = worker_processes.run_many(refit_rates, args, shared=direction < 0, rule=self.rule)
+        if self.device.startswith("cuda"):  # GPU kernels do not hold the GIL: this thread
+            rates = [refit_rates(*a, shared=direction < 0, rule=self.rule) for a in args]
+        else:
+            rates = worker_processes.run_many(
+                refit_rates, args, shared=direction < 0, rule=self.rule
+            )
         return np.vstack(rates)
 
     def _estimators(
