@@ -48,7 +48,10 @@ def scored_case(tmp: Path, cache: bool = False) -> dict:
 
 
 def fresh_env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    # earlier tests' mlflow.set_registry_uri leaves MLFLOW_REGISTRY_URI in this process
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "MLFLOW_REGISTRY_URI")
+    }
     env.update(
         PREFECT_HOME=str(tmp / "prefect-home"),
         FAIRENGINE_HOME=str(tmp / "fe-home"),
@@ -267,6 +270,7 @@ def test_the_model_loader_warm_up_imports_what_loading_the_model_imports(
         from sklearn.linear_model import LogisticRegression
 
         mlflow.set_tracking_uri({store!r})
+        mlflow.set_registry_uri({store!r})
         exp = mlflow.create_experiment("m", artifact_location={(tmp_path / "art").as_uri()!r})
         x = np.arange(20.0).reshape(-1, 1)
         with mlflow.start_run(experiment_id=exp):

@@ -184,6 +184,9 @@ def test_task_reuses_the_observed_maps_when_only_n_bootstrap_changes(
         fits.append(array_fingerprint(source))
         return real_fit(self, source, target)
 
+    # counted in this process: FlipTest's pairs on the calling thread (a worker process would
+    # fit with its own, unpatched copy; tests/test_worker_processes.py checks both agree)
+    monkeypatch.setenv("FAIRENGINE_WORKER_PROCESSES", "0")
     monkeypatch.setattr(TransportMap, "fit", counting_fit)
     # the null and bootstrap refits of entropic maps run as split / reweighted problems
     import fairengine.fliptest.statistics as fstats
