@@ -117,52 +117,37 @@ def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` in a worker process (module docstring), or on this thread when
     the pool is off, the payload does not pickle or the pool broke. ``fn`` must be importable
     (a module-level function) for the worker to find it."""
-    _state.fallback = None
-    if workers() == 0:
-        _state.fallback = f"{ENV}=0 or a single core"
-        return fn(*args, **kwargs)
-    try:
-        payload = _dumps((fn, args, kwargs))
-    except _PayloadError as exc:
-        _state.fallback = f"the computation's inputs do not pickle ({exc})"
-        return fn(*args, **kwargs)
-    try:
-        future = _executor().submit(_call, payload)
-    except Exception as exc:  # the pool cannot start (e.g. no /dev/shm): compute here
-        _state.fallback = f"no worker process could start ({type(exc).__name__}: {exc})"
-        return fn(*args, **kwargs)
-    try:
-        return future.result()
-    except Exception as exc:
-        if _broken(exc):  # a worker died (killed, out of memory): compute here
-            _state.fallback = f"a worker process stopped ({type(exc).__name__}: {exc})"
-            return fn(*args, **kwargs)
-        raise
+    return run_many(fn, [args], **kwargs)[0]
 
 
 def run_many(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], **kwargs: Any) -> list[T]:
     """``[fn(*args, **kwargs) for args in calls]``, spread over the worker processes at once
-    (in order), or on this thread when :func:`run` would fall back (same results)."""
+    (in order), or all on this thread when the pool is off, a payload does not pickle or the
+    pool broke (same results; :func:`last_fallback` says why)."""
+
+    def here(reason: str) -> list[T]:
+        _state.fallback = reason
+        return [fn(*args, **kwargs) for args in calls]
+
     _state.fallback = None
-    if len(calls) <= 1 or workers() == 0:
-        return [run(fn, *args, **kwargs) for args in calls]
+    if not calls:
+        return []
+    if workers() == 0:
+        return here(f"{ENV}=0 or a single core")
     try:
         payloads = [_dumps((fn, args, kwargs)) for args in calls]
     except _PayloadError as exc:
-        _state.fallback = f"the computation's inputs do not pickle ({exc})"
-        return [fn(*args, **kwargs) for args in calls]
+        return here(f"the computation's inputs do not pickle ({exc})")
     try:
         pool = _executor()
         futures = [pool.submit(_call, payload) for payload in payloads]
-    except Exception as exc:
-        _state.fallback = f"no worker process could start ({type(exc).__name__}: {exc})"
-        return [fn(*args, **kwargs) for args in calls]
+    except Exception as exc:  # the pool cannot start (e.g. no /dev/shm): compute here
+        return here(f"no worker process could start ({type(exc).__name__}: {exc})")
     try:
         return [future.result() for future in futures]
     except Exception as exc:
-        if _broken(exc):
-            _state.fallback = f"a worker process stopped ({type(exc).__name__}: {exc})"
-            return [fn(*args, **kwargs) for args in calls]
+        if _broken(exc):  # a worker died (killed, out of memory): compute here
+            return here(f"a worker process stopped ({type(exc).__name__}: {exc})")
         raise
 
 
