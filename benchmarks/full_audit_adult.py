@@ -138,14 +138,16 @@ def adult_dataset(adult_dir: Path = ADULT) -> tuple[Any, Any, list[str], Any]:
     return ds, table, features, model
 
 
-def prepare_adult(home: Path, rows: str = "all", seed: int = 0) -> PreparedAdult:
+def prepare_adult(
+    home: Path, rows: str = "all", seed: int = 0, adult_dir: Path = ADULT
+) -> PreparedAdult:
     """Write the numeric Adult audit table and register the logistic-regression model."""
     import mlflow
     from mlflow import MlflowClient
     from sklearn import __version__ as sklearn_version
 
     start = time.perf_counter()
-    table, features, model, train = adult_table()
+    table, features, model, train = adult_table(adult_dir)
 
     uri = os.environ["MLFLOW_TRACKING_URI"]
     mlflow.set_tracking_uri(uri)
@@ -224,9 +226,15 @@ def audit_config(
 
 def machine_line() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    gpu = ""
+    if "torch" in sys.modules:  # imported by the audit; a GPU run names its card
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = f", torch {torch.__version__}, GPU {torch.cuda.get_device_name(0)}"
     return (
         f"{platform.system().lower()}: {os.cpu_count()} CPU cores, Python "
-        f"{platform.python_version()}; 1-min load average {load:.1f} at the end"
+        f"{platform.python_version()}{gpu}; 1-min load average {load:.1f} at the end"
     )
 
 
@@ -342,6 +350,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", choices=["all", "test"], default="all")
+    ap.add_argument("--adult", type=Path, default=ADULT, help="folder of adult.data.gz/.test.gz")
     ap.add_argument("--fliptest-attributes", nargs="*", default=None)
     ap.add_argument("--fliptest-refits", type=int, default=None)
     ap.add_argument("--out", type=Path, default=RESULTS / "full_audit_adult.md")
@@ -361,7 +370,7 @@ def main() -> None:
 
         server, _ = start_server(port=0, ui=False, home=home / "fairengine")
         os.environ["PREFECT_API_URL"] = server.api_url
-    prepared = prepare_adult(home, rows=args.rows)
+    prepared = prepare_adult(home, rows=args.rows, adult_dir=args.adult)
     config = audit_config(
         prepared,
         home,
@@ -464,6 +473,13 @@ def main() -> None:
         "start, task orchestration, the verdict, the MLflow lookup of earlier audits, the local "
         "files and the MLflow logging, which the flow does not time.",
         f"- slowest method: **{slowest}** ({timings[slowest]:.1f} s).",
+        "- devices (`device: auto` by default, as recorded in each method's parameters): "
+        + ", ".join(
+            f"{m.method} {m.parameters['device']}"
+            for m in result.methods
+            if m.parameters.get("device") is not None
+        )
+        + ".",
         f"- the report's HTML names the slowest step: {'yes' if slowest in html else 'no'}.",
         "",
     ]
