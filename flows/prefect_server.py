@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fairengine.errors import FairEngineError
+from flows.prefect_database import seed_database
 from tasks.settings import OFFLINE_DEFAULTS, fairengine_home
 
 HOST = "127.0.0.1"
@@ -239,6 +240,8 @@ def start_server(
         )
     home.mkdir(parents=True, exist_ok=True)
     log = home / LOG_FILE
+    # a fresh SQLite database: the shipped schema instead of Prefect's 114 migrations
+    seed_database(fresh_settings=True)
     env = {**OFFLINE_DEFAULTS, **os.environ}
     env.pop("PREFECT_API_URL", None)  # the server serves the API; it reports to none
     started = time.monotonic()

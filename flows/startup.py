@@ -60,6 +60,7 @@ from typing import Any
 from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.errors import OrchestrationUnavailableError
+from flows.prefect_database import seed_database
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +187,7 @@ def start_embedded_server() -> ServerStart | None:
             return _pending
     if not embedded_server_applies() or embedded_server_running():
         return None
+    seed_database()  # a fresh SQLite database: the shipped schema, not 114 migrations
     module = importlib.import_module(SERVER_MODULE)
     with _lock:
         if _pending is not None:  # another thread began one meanwhile
