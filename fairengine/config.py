@@ -85,7 +85,9 @@ class DataConfig:
     ``delimiter`` (CSV; ``None`` = detected among ``,`` ``;`` tab ``|``), ``names`` (column
     names of a CSV without a header row), ``na_values`` (extra missing-value markers) and
     ``missing`` (``error``: missing values in a role column stop the audit; ``drop``: those rows
-    are dropped and counted in the audit's warnings) and ``skip_initial_space`` (drop the space
+    are dropped and counted in the audit's warnings), ``skip_rows`` (lines at the top of a CSV
+    file that are not data, such as the note that opens UCI's ``adult.test``, skipped before the
+    header or first row) and ``skip_initial_space`` (drop the space
     after each CSV delimiter; ``None`` detects files written with ``", "``) are applied by
     :mod:`fairengine.loaders` and :mod:`fairengine.data_hygiene`.
 
@@ -122,6 +124,7 @@ class DataConfig:
     na_values: list[str] = field(default_factory=list)
     missing: str = "error"
     skip_initial_space: bool | None = None
+    skip_rows: int = 0
     engine: str = "auto"
     batch_rows: int = 1_000_000
     sample_rows: int = 100_000
@@ -158,6 +161,13 @@ class DataConfig:
             )
         if self.table is not None and self.path:
             raise ConfigError("data.table and data.path both name the data; give one")
+        if isinstance(self.skip_rows, bool) or not (
+            isinstance(self.skip_rows, int) and self.skip_rows >= 0
+        ):
+            raise ConfigError(
+                "data.skip_rows must be a whole number >= 0 (lines at the top of a CSV file "
+                f"that are not data), got {self.skip_rows!r}"
+            )
         if self.missing not in ("error", "drop"):
             raise ConfigError(f"data.missing must be 'error' or 'drop', got {self.missing!r}")
         if self.delimiter is not None and len(self.delimiter) != 1:

@@ -106,13 +106,16 @@ def load_table(
     delimiter: str | None = None,
     names: Sequence[str] | None = None,
     skip_initial_space: bool | None = None,
+    skip_rows: int = 0,
 ) -> TableRead:
     """Read a CSV or Parquet file (see the module docstring for the CSV checks).
 
     ``delimiter``: CSV field delimiter, ``None`` to detect it. ``names``: column names of a CSV
     file without a header row. ``skip_initial_space``: drop the space after each delimiter
     (files written with ``", "`` between fields, such as UCI Adult); ``None`` detects it: when
-    every field after the first of every sampled row starts with a space. Raises
+    every field after the first of every sampled row starts with a space. ``skip_rows``: lines
+    at the top of a CSV file that are not data (a title, a note), skipped before the header or
+    the first row. Raises
     :class:`DataContractError` when the file does not exist,
     is empty (no bytes, or a header but no rows), has a single column, repeats a column name
     with different values, or cannot be parsed in the given format.
@@ -126,15 +129,18 @@ def load_table(
     if p.stat().st_size == 0:
         raise DataContractError(f"data file {str(p)!r} is empty (0 bytes)")
     if fmt == "parquet":
-        if delimiter is not None or names is not None or skip_initial_space:
+        if delimiter is not None or names is not None or skip_initial_space or skip_rows:
             raise DataContractError(
-                f"data.delimiter and data.names apply to CSV files; {str(p)!r} is read as Parquet"
+                "data.delimiter, data.names and data.skip_rows apply to CSV files; "
+                f"{str(p)!r} is read as Parquet"
             )
         frame = _parse(p, "parquet", lambda: pd.read_parquet(p))
         frame, notes = _merge_repeated(frame, [str(c) for c in frame.columns], p)
         _require_rows(frame, p)
         return TableRead(frame, tuple(notes), None)
-    return _load_csv(p, delimiter, list(names) if names is not None else None, skip_initial_space)
+    return _load_csv(
+        p, delimiter, list(names) if names is not None else None, skip_initial_space, skip_rows
+    )
 
 
 # ---------------------------------------------------------------- CSV
@@ -147,10 +153,16 @@ def _spaced_fields(text: str, truncated: bool, delimiter: str) -> bool:
 
 
 def _load_csv(
-    p: Path, delimiter: str | None, names: list[str] | None, skip_initial_space: bool | None
+    p: Path,
+    delimiter: str | None,
+    names: list[str] | None,
+    skip_initial_space: bool | None,
+    skip_rows: int = 0,
 ) -> TableRead:
     compression = _compression(p)
     text, truncated = _sample(p, compression)
+    if skip_rows:
+        text = "".join(text.splitlines(keepends=True)[skip_rows:])
     notes: list[str] = []
     if delimiter is None:
         delimiter = _detect_delimiter(text, truncated, p)
@@ -180,6 +192,7 @@ def _load_csv(
             raise DataContractError(
                 f"data.names gives {len(names)} column names but the first line of "
                 f"{str(p)!r} has {len(first)} fields (delimiter {_name(delimiter)})"
+                + _not_data_hint(text, truncated, len(names), skip_rows)
             )
         if [f.strip() for f in first] == [str(n).strip() for n in names]:
             raise DataContractError(
@@ -208,6 +221,7 @@ def _load_csv(
                 low_memory=False,
                 skipinitialspace=skip_space,
                 compression=compression,
+                skiprows=skip_rows,
             )
         return pd.read_csv(
             p,
@@ -217,6 +231,7 @@ def _load_csv(
             compression=compression,
             header=None,
             names=header,
+            skiprows=skip_rows,
         )
 
     frame = _parse(p, f"csv (delimiter {_name(delimiter)})", read)
@@ -292,6 +307,21 @@ def _rows(text: str, truncated: bool, delimiter: str) -> list[list[str]]:
     except csv.Error:
         return []
     return rows[:-1] if truncated and len(rows) > 1 else rows
+
+
+def _not_data_hint(text: str, truncated: bool, n_names: int, skip_rows: int) -> str:
+    """When the lines after the first split into ``n_names`` fields on one delimiter (the first
+    line is a title or a note, as in UCI's ``adult.test``): what to set."""
+    lines = text.splitlines(keepends=True)
+    rest = "".join(lines[1:])
+    for d in DELIMITERS:
+        rows = _rows(rest, truncated, d)
+        if rows and all(len(r) == n_names for r in rows):
+            return (
+                f"; the lines after it split into {n_names} fields on {_name(d)}: if the first "
+                f"line is not data (a title or a note), set data.skip_rows: {skip_rows + 1}"
+            )
+    return ""
 
 
 def _first_row(text: str, truncated: bool, delimiter: str) -> list[str] | None:

@@ -52,6 +52,7 @@ DATA_KEYWORDS = (
     "missing",
     "delimiter",
     "skip_initial_space",
+    "skip_rows",
     "engine",
     "batch_rows",
     "sample_rows",

@@ -82,6 +82,7 @@ def resolve_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedD
             delimiter=cfg.data.delimiter,
             names=cfg.data.names,
             skip_initial_space=cfg.data.skip_initial_space,
+            skip_rows=cfg.data.skip_rows,
         )
         frame, notes = table.frame, table.warnings
         source = {"name": cfg.name, "source": cfg.data.path}

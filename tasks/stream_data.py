@@ -108,8 +108,16 @@ def data_engine(cfg: AuditConfig, frame_given: bool, source: Any = None) -> str:
         why_not = "no data.path" + (" or data.table" if engine == "spark" else "")
     elif cfg.task != "binary":
         why_not = f"task {cfg.task} audits are not streamed yet"
-    elif cfg.data.names is not None or cfg.data.na_values or cfg.data.missing != "error":
-        why_not = "data.names, data.na_values and data.missing: drop apply to in-memory tables"
+    elif (
+        cfg.data.names is not None
+        or cfg.data.na_values
+        or cfg.data.missing != "error"
+        or cfg.data.skip_rows
+    ):
+        why_not = (
+            "data.names, data.na_values, data.skip_rows and data.missing: drop apply to "
+            "in-memory tables"
+        )
     if engine in STREAMED_ENGINES:
         if why_not:
             raise ConfigError(f"data.engine: {engine} cannot read this audit's data: {why_not}")

@@ -190,6 +190,51 @@ def test_adult_names_must_match_the_field_count_and_not_repeat_a_header(
         load({"path": str(path), "names": ["y", "s"]}, {"label": "y", "protected": ["s"]})
 
 
+def test_adult_test_file_opens_with_a_note_skip_rows_reads_it_exactly(shared_dir: Path) -> None:
+    """UCI's adult.test starts with the line '|1x3 Cross validator': without data.skip_rows the
+    error says that the lines after it split into 15 fields and what to set; with
+    ``skip_rows: 1`` every data row is read, exactly as the csv module reads lines 2 onwards,
+    and its labels keep their trailing dot ('>50K.'), which positive_label must name."""
+    path = shared_dir / "data" / "adult" / "adult.test.gz"
+    with gzip.open(path, "rt", newline="") as fh:
+        first = fh.readline()
+        rows = [r for r in csv.reader(fh) if r]
+    assert first.startswith("|1x3")
+    data = {"path": str(path), "format": "csv", "names": list(ADULT_COLUMNS)}
+    roles = {"label": "income", "protected": ["sex", "race"]}
+    with pytest.raises(DataContractError, match=r"set data\.skip_rows: 1"):
+        load(data, roles, positive_label=">50K.")
+    loaded = load({**data, "skip_rows": 1, "missing": "drop"}, roles, positive_label=">50K.")
+    kept = [r for r in rows if "?" not in (r[col("sex")].strip(), r[col("race")].strip())]
+    assert len(loaded.frame) == len(kept) == len(rows)  # no '?' in these role columns
+    assert Counter(loaded.frame["income"]) == Counter(r[col("income")].strip() for r in rows)
+    assert loaded.frame["age"].tolist() == [int(r[col("age")]) for r in rows]
+    assert set(loaded.frame["income"]) == {"<=50K.", ">50K."}
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1", True])
+def test_skip_rows_must_be_a_whole_number_of_lines(bad: object) -> None:
+    with pytest.raises(ConfigError, match=r"data\.skip_rows'? must be"):
+        AuditConfig.from_dict(
+            {
+                "data": {"path": "x.csv", "skip_rows": bad},
+                "columns": {"label": "y", "protected": ["s"]},
+            }
+        )
+
+
+def test_skip_rows_with_a_header_and_on_parquet(tmp_path: Path) -> None:
+    """A title line above a header row is skipped and the header read; Parquet has no lines."""
+    path = tmp_path / "titled.csv"
+    path.write_text("Loan decisions, export of 2026-11-27\ny,s\n1,a\n0,b\n1,b\n")
+    loaded = load({"path": str(path), "skip_rows": 1}, {"label": "y", "protected": ["s"]})
+    assert list(loaded.frame.columns) == ["y", "s"] and len(loaded.frame) == 3
+    pq = tmp_path / "t.parquet"
+    pd.DataFrame({"y": [1, 0], "s": ["a", "b"]}).to_parquet(pq)
+    with pytest.raises(DataContractError, match=r"data\.skip_rows apply to CSV files"):
+        load_table(pq, skip_rows=1)
+
+
 # ---------------------------------------------------------------- COMPAS
 def test_compas_loads_with_only_its_repeated_columns_reported(shared_dir: Path) -> None:
     path = shared_dir / "data" / "compas" / "compas-scores-two-years.csv.gz"
@@ -379,3 +424,16 @@ def test_data_config_keys_are_validated() -> None:
         AuditConfig.from_dict({"data": {"path": "x.csv", "names": ["a", "b", "a"]}, **base})
     with pytest.raises(ConfigError, match=r"unknown config key 'data\.na_value'"):
         AuditConfig.from_dict({"data": {"path": "x.csv", "na_value": ["?"]}, **base})
+
+
+def test_streamed_engines_refuse_skip_rows_naming_it() -> None:
+    from tasks.stream_data import data_engine
+
+    cfg = AuditConfig.from_dict(
+        {
+            "data": {"path": "big.csv", "engine": "stream", "skip_rows": 1},
+            "columns": {"label": "y", "protected": ["s"], "score": "p"},
+        }
+    )
+    with pytest.raises(ConfigError, match=r"data\.engine: stream cannot read .*data\.skip_rows"):
+        data_engine(cfg, frame_given=False)
