@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -81,7 +83,7 @@ def server_database_path(*, fresh_settings: bool = False) -> Path | None:
 
 
 def write_database(path: Path, schema: str) -> None:
-    """Create the SQLite database ``path`` (which must not exist) from ``schema``, in WAL
+    """Create the SQLite database ``path`` (new, or an empty file) from ``schema``, in WAL
     journal mode as Prefect's server sets it."""
     connection = sqlite3.connect(path)
     try:
@@ -112,8 +114,7 @@ def seed_database(
         os.close(fd)
         tmp = Path(tmp_name)
         try:
-            tmp.unlink()  # sqlite3 creates the file itself
-            write_database(tmp, schema)
+            write_database(tmp, schema)  # sqlite3 takes the empty file as a new database
             try:
                 os.link(tmp, path)  # atomic, and never over an existing database
             except FileExistsError:
@@ -131,9 +132,6 @@ def dump_migrated_schema(home: Path) -> str:
     """Migrate a new Prefect database in ``home`` with the installed Prefect's migrations (in
     a subprocess, whose settings point there) and return its ``sqlite3`` dump, headed by the
     Prefect version and the Alembic revision."""
-    import subprocess
-    import sys
-
     env = {**os.environ, "PREFECT_HOME": str(home)}
     for key in ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
         env.pop(key, None)
