@@ -496,7 +496,7 @@ def _encode_group(col: pd.Series, name: str, min_size: int) -> GroupEncoding:
     if small:
         raise DataContractError(
             f"protected attribute {name!r} has group(s) below the minimum size {min_size}: "
-            f"{', '.join(small)}; merge small groups or lower min_group_size"
+            f"{', '.join(small)}; merge small groups or lower validation.min_group_size"
         )
     return enc
 

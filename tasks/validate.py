@@ -361,7 +361,7 @@ def _describe_failure(check: _Check, result: dict[str, Any], frame: pd.DataFrame
         more = f" and {len(small) - _MAX_GROUPS} more" if len(small) > _MAX_GROUPS else ""
         return (
             f"groups below the minimum size {check.extra['min_group_size']} in {col!r}: "
-            f"{shown}{more}; merge small groups or lower min_group_size"
+            f"{shown}{more}; merge small groups or lower validation.min_group_size"
         )
     if kind == "numeric":
         dtype = frame[col].dtype if col in frame.columns else "unknown"
