@@ -482,11 +482,16 @@ def validate_frame(
             .add_dataframe_asset("audit_table")
             .add_batch_definition_whole_dataframe("whole_table")
         )
-        suite = context.suites.add(gx.ExpectationSuite(name="fairengine_audit_data"))
+        expectations = []
         for i, check in enumerate(checks):
             if check.error is None:  # a check with an error fails without running
                 check.expectation.meta = {_META_KEY: i}
-                suite.add_expectation(check.expectation)
+                expectations.append(check.expectation)
+        # the whole suite at once: a stored suite's add_expectation re-serializes the suite on
+        # every call (53 checks on Adult: 1.1 s of a 1.6 s validation)
+        suite = context.suites.add(
+            gx.ExpectationSuite(name="fairengine_audit_data", expectations=expectations)
+        )
         definition = context.validation_definitions.add(
             gx.ValidationDefinition(
                 name="fairengine_validation", data=batch_definition, suite=suite
