@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -43,6 +44,7 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 
 _lock = threading.Lock()
 _state = threading.local()
+_last_used: float | None = None  # time.monotonic() of the latest call given to the pool
 
 
 class _PayloadError(Exception):
@@ -69,7 +71,10 @@ def workers() -> int:
 
 
 def _executor() -> Any:
+    global _last_used
     from joblib.externals.loky import get_reusable_executor
+
+    _last_used = time.monotonic()
 
     with _lock:  # one pool per process; loky re-creates it when it broke
         return get_reusable_executor(
@@ -149,6 +154,26 @@ def run_many(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], **kwargs: A
         if _broken(exc):  # a worker died (killed, out of memory): compute here
             return here(f"a worker process stopped ({type(exc).__name__}: {exc})")
         raise
+
+
+def pool_is_warm() -> bool:
+    """Whether the worker processes are up: the pool took a call less than 90% of
+    :data:`IDLE_SECONDS` ago (loky stops idle workers after that) and is not turned off."""
+    used = _last_used
+    return used is not None and time.monotonic() - used < 0.9 * IDLE_SECONDS and workers() > 0
+
+
+def run_many_if_warm(
+    fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], **kwargs: Any
+) -> list[T]:
+    """:func:`run_many` while the workers are up (:func:`pool_is_warm`: e.g. right after an
+    audit's FlipTest), else on this thread: work that is worth spreading over idle workers
+    (the report's FlipTest figures after the decisions) but not worth starting them for (a
+    report rendered from cached results). Same results either way."""
+    if len(calls) > 1 and pool_is_warm():
+        return run_many(fn, calls, **kwargs)
+    _state.fallback = "the worker processes are not up"
+    return [fn(*args, **kwargs) for args in calls]
 
 
 def _dumps(obj: Any) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -139,3 +140,49 @@ def test_fliptest_pairs_and_refits_equal_in_workers_and_on_threads(
         draws[mode] = [rs.draw(key, part, 9, 230) for part in ("self-map", "permutation")]
         assert (worker_processes.last_fallback() is None) == (mode == "2")
     assert draws["2"] == draws["0"]
+
+
+def test_run_many_if_warm_uses_the_workers_only_while_they_are_up(
+    two_workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = np.arange(10, dtype=float)
+    monkeypatch.setattr(worker_processes, "_last_used", None)  # no call given to the pool yet
+    assert not worker_processes.pool_is_warm()
+    here = worker_processes.run_many_if_warm(pid_and_sum, [(x,), (x,)])
+    assert worker_processes.last_fallback() == "the worker processes are not up"
+    assert {pid for pid, _ in here} == {os.getpid()}
+    worker_processes.run(pid_and_sum, x)  # the workers are up now
+    assert worker_processes.pool_is_warm()
+    spread = worker_processes.run_many_if_warm(pid_and_sum, [(x,), (x,)])
+    assert worker_processes.last_fallback() is None
+    assert os.getpid() not in {pid for pid, _ in spread}
+    assert [t for _, t in spread] == [t for _, t in here]
+    # loky stops idle workers after IDLE_SECONDS: by then the pool no longer counts as up
+    monkeypatch.setattr(
+        worker_processes, "_last_used", time.monotonic() - worker_processes.IDLE_SECONDS
+    )
+    assert not worker_processes.pool_is_warm()
+    monkeypatch.setenv(worker_processes.ENV, "0")
+    worker_processes.run(pid_and_sum, x)
+    assert not worker_processes.pool_is_warm()  # turned off
+
+
+def test_fliptest_report_view_is_the_same_drawn_in_the_workers(
+    hiring, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's FlipTest directions are drawn in the worker processes while they are up
+    (after the audit's FlipTest), else on the calling thread: the same view either way."""
+    from tasks.report.views import fliptest as fliptest_view
+
+    ds, pp = hiring
+    monkeypatch.setenv(worker_processes.ENV, "2")
+    _, result, _ = _run(ds, pp, tmp_path, n_jobs=1)  # FlipTest in the workers: they are up
+    assert worker_processes.pool_is_warm()
+    in_workers = fliptest_view.view(result)
+    assert worker_processes.last_fallback() is None
+    assert len(in_workers["directions"]) == 2
+    assert all(d["plots"] and d["reports"] for d in in_workers["directions"])
+    monkeypatch.setattr(worker_processes, "_last_used", None)
+    here = fliptest_view.view(result)
+    assert worker_processes.last_fallback() == "the worker processes are not up"
+    assert here == in_workers

@@ -35,30 +35,67 @@ macro ``block(view)`` lays it out, registered with
 
 from __future__ import annotations
 
-from tasks.report.format import (
-    fmt_count,
-    fmt_interval,
-    fmt_level,
-    fmt_number,
-    fmt_pvalue,
-    fmt_rate,
-)
-from tasks.report.methods import (
-    STRICT_VIEWS_ENV,
-    VIEWS,
-    MethodView,
-    ReportViewError,
-    method_view,
-    register_view,
-)
-from tasks.report.page import (
-    REPORT_FILENAME,
-    TEMPLATE_NAME,
-    render_report,
-    render_report_task,
-    report_context,
-    write_report,
-)
+from typing import TYPE_CHECKING
+
+from fairengine.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from tasks.report.format import (
+        fmt_count,
+        fmt_interval,
+        fmt_level,
+        fmt_number,
+        fmt_pvalue,
+        fmt_rate,
+    )
+    from tasks.report.methods import (
+        STRICT_VIEWS_ENV,
+        VIEWS,
+        MethodView,
+        ReportViewError,
+        method_view,
+        register_view,
+    )
+    from tasks.report.page import (
+        REPORT_FILENAME,
+        TEMPLATE_NAME,
+        render_report,
+        render_report_task,
+        report_context,
+        write_report,
+    )
+
+_EXPORTS = {
+    **dict.fromkeys(
+        ["fmt_count", "fmt_interval", "fmt_level", "fmt_number", "fmt_pvalue", "fmt_rate"],
+        "format",
+    ),
+    **dict.fromkeys(
+        [
+            "STRICT_VIEWS_ENV",
+            "VIEWS",
+            "MethodView",
+            "ReportViewError",
+            "method_view",
+            "register_view",
+        ],
+        "methods",
+    ),
+    **dict.fromkeys(
+        [
+            "REPORT_FILENAME",
+            "TEMPLATE_NAME",
+            "render_report",
+            "render_report_task",
+            "report_context",
+            "write_report",
+        ],
+        "page",
+    ),
+}
+# lazy (PEP 562): a worker process rendering one view's figures imports that view, matplotlib
+# and the formatting, not the page (Jinja2) and its Prefect task
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "REPORT_FILENAME",
