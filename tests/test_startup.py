@@ -115,7 +115,11 @@ def test_the_server_started_before_the_flow_is_the_one_the_flow_uses(tmp_path: P
             json={{"flows": {{"name": {{"any_": ["fairness-audit"]}}}}}},
         ).json()
         out = seen["outcome"]
+        env = psutil.Process(server.server_process.pid).environ()
+        block_types = httpx.post(server.api_url + "/block_types/filter", json={{}}).json()
         print(json.dumps({{
+            "skipped": {{k: env.get(k) for k in startup.SKIPPED_AT_START}},
+            "block_types": len(block_types),
             "started": out.server_started, "pid": out.server_pid, "servers": servers,
             "server_pid": server.server_process.pid, "runs": [r["state_type"] for r in runs],
             "verdict": run.result.verdict.status, "waited": out.waited_seconds,
@@ -126,12 +130,41 @@ def test_the_server_started_before_the_flow_is_the_one_the_flow_uses(tmp_path: P
     got = run_script(script, tmp_path, fresh_env(tmp_path))
     assert got["started"] is True
     assert got["servers"] == [got["pid"]] == [got["server_pid"]]  # one server: the early one
-    assert got["runs"] == ["COMPLETED"]  # the flow ran on it
+    assert got["runs"] == ["COMPLETED"]  # the flow ran on it (its steps' results cached)
+    # it started without registering the installed collections' block types (1.4-1.9 s)
+    assert {k: str(v).lower() for k, v in got["skipped"].items()} == dict.fromkeys(
+        (
+            "PREFECT_SERVER_REGISTER_BLOCKS_ON_START",
+            "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION",
+        ),
+        "false",
+    )
+    assert got["block_types"] == 0
     assert got["verdict"] in ("pass", "fail")
     assert got["failed"] == []
     # every import warm-up was either done during the start or left to its step
     assert set(got["warmed"]) | set(got["left"]) == {"report"}
     assert 0 <= got["waited"] <= got["server_seconds"]
+
+
+def test_the_embedded_server_skips_block_registration_unless_the_user_set_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import prefect.settings as ps
+
+    from flows import startup
+
+    for name, older in startup.SKIPPED_AT_START.items():
+        for n in (name, *older):
+            monkeypatch.delenv(n, raising=False)
+    assert startup.embedded_server_settings() == {
+        ps.PREFECT_SERVER_REGISTER_BLOCKS_ON_START: False,
+        ps.PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION: False,
+    }
+    monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")  # the older name
+    assert startup.embedded_server_settings() == {
+        ps.PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION: False
+    }
 
 
 @pytest.mark.flow
