@@ -92,9 +92,9 @@ def warm_worker_processes(cfg: AuditConfig, model_given: bool) -> None:
     instead of delaying FlipTest. Nothing when FlipTest is off or has no model."""
     if not (cfg.methods.fliptest.enabled and (model_given or cfg.model.uri)):
         return
+    # not MLflow: a scikit-learn model's handle reaches the workers as the estimator alone
+    # (fairengine.model_scores.RawModelScores); a custom pyfunc's imports MLflow when unpickled
     modules = ["fairengine.fliptest.resampler"]
-    if cfg.model.uri:  # the model handle unpickles through MLflow's pyfunc
-        modules.append("mlflow.pyfunc")
     if cfg.methods.permutation_tests.enabled:  # the decision step's large batches
         modules.append("fairengine.permutation")
     worker_processes.warm_up(tuple(modules))

@@ -32,6 +32,7 @@ from fairengine.model_scores import (
     InputColumn,
     LabelOnlyModel,
     ModelInput,
+    RawModelScores,
     ScoreSource,
     SourceProbability,
     classify_output,
@@ -781,7 +782,7 @@ def model_handles(
 ) -> ModelHandles:
     """The handles of every model-dependent method, from the audit's score source."""
 
-    def predict_proba(features: pd.DataFrame) -> np.ndarray:
+    def through_pyfunc(features: pd.DataFrame) -> np.ndarray:
         prepared = model_input.prepare(features)
         if score_type == "class":  # a multiclass model's predicted classes, as it returns them
             return served_classes(pyfunc.predict(prepared), raw)
@@ -790,6 +791,11 @@ def model_handles(
 
     model: Any
     raw = _underlying(pyfunc, source.flavor or "python_function")
+    predict_proba: Callable[[pd.DataFrame], np.ndarray] = through_pyfunc
+    if source.kind == "predict_proba" and raw is not None and score_type not in ("value", "class"):
+        # the raw estimator's predict_proba, as through the pyfunc: the handle pickles without
+        # MLflow and Prefect (FlipTest sends it to its worker processes)
+        predict_proba = RawModelScores(raw, source, model_input, score_type)
     if score_type in ("value", "class"):  # regression/multiclass: its own object
         model = raw if raw is not None else pyfunc
     elif source.kind == "label":

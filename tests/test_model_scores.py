@@ -289,6 +289,49 @@ def test_default_sklearn_flavor_is_scored_with_predict_proba(store, data, logist
     np.testing.assert_array_equal(handles.model.predict_proba(data[FEATURES])[:, 1], proba)
 
 
+def test_sklearn_handle_reaches_a_worker_without_mlflow_or_prefect(
+    store, data, logistic, tmp_path: Path
+) -> None:
+    """FlipTest sends the predict_proba handle to its worker processes: for a scikit-learn
+    model it is the estimator alone (RawModelScores), so a fresh interpreter unpickles it and
+    scores the rows exactly as through the pyfunc without importing MLflow or Prefect (1.2 s
+    and ~1 s of each worker's CPU at the audit's start). A custom pyfunc keeps its pyfunc."""
+    import subprocess
+    import sys
+
+    import cloudpickle
+
+    from tasks.model import model_handles
+
+    uri = store("sklearn", logistic)
+    pyfunc, model_input, scored, _ = _source(uri, data)
+    handle = model_handles(pyfunc, scored.source, model_input, "probability").predict_proba
+    expected = handle(data)
+    np.testing.assert_array_equal(expected, logistic.predict_proba(data[FEATURES])[:, 1])
+    (tmp_path / "handle.pkl").write_bytes(cloudpickle.dumps(handle))
+    data.to_pickle(tmp_path / "rows.pkl")
+    handle_file, rows_file, out_file = (
+        str(tmp_path / name) for name in ("handle.pkl", "rows.pkl", "out.npy")
+    )
+    script = (
+        "import pickle, sys, numpy as np, pandas as pd\n"
+        f"h = pickle.loads(open({handle_file!r}, 'rb').read())\n"
+        f"np.save({out_file!r}, h(pd.read_pickle({rows_file!r})))\n"
+        "print(sorted(m for m in ('mlflow', 'prefect', 'tasks') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+
+    custom = store("pyfunc", ProbabilityModel())
+    pyfunc, model_input, scored, _ = _source(custom, data)
+    kept = model_handles(pyfunc, scored.source, model_input, "probability").predict_proba
+    assert not isinstance(kept, type(handle))  # served by the pyfunc itself
+
+
 def test_pyfunc_predict_fn_predict_proba_gives_the_same_scores(store, data, logistic) -> None:
     """(b) ``pyfunc_predict_fn="predict_proba"``: the same probabilities, the same source."""
     uri = store("sklearn", logistic, pyfunc_predict_fn="predict_proba")
