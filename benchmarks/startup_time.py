@@ -154,6 +154,28 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
 
         module.SubprocessASGIServer.start = timed_start
 
+    def after_process_module(module: Any) -> None:
+        """The CLI's own launch of the server process (no server module imported)."""
+        cls = module.EmbeddedServerProcess
+        launch, wait = cls.launch, cls.wait
+
+        def timed_launch(self: Any) -> None:
+            marks.setdefault("server_start_begin", time.time())
+            launch(self)
+
+        def timed_wait(self: Any, *args: Any, **kwargs: Any) -> None:
+            wait(self, *args, **kwargs)
+            mark("server_healthy")
+            try:  # CPU seconds the server process used until it answered
+                import psutil
+
+                cpu = psutil.Process(self.server_process.pid).cpu_times()
+                marks["server_cpu"] = cpu.user + cpu.system
+            except Exception:  # psutil missing or the process gone: not measured
+                pass
+
+        cls.launch, cls.wait = timed_launch, timed_wait
+
     def after_startup_module(module: Any) -> None:
         run = module.prepare_while_server_starts
 
@@ -174,6 +196,7 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
             {
                 "flows.preflight": (lambda: None, after_preflight_module),
                 "flows.startup": (lambda: None, after_startup_module),
+                "flows.embedded_server_process": (lambda: None, after_process_module),
                 "flows.audit": (lambda: mark("flow_modules_import_begin"), after_flow_module),
                 "prefect.server.api.server": (
                     lambda: mark("server_module_import_begin"),

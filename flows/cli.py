@@ -388,6 +388,7 @@ def _audit(args: argparse.Namespace) -> int:
     base_dir = cfg_path.parent.resolve()
     start = time.perf_counter()
     AuditConfig.from_dict(raw, base_dir=base_dir)  # config problems first, before heavy imports
+    _launch_server(args.prefect_api)  # it starts while the data and the model are checked
     from flows.preflight import preflight
 
     checked = preflight(raw, base_dir)  # every input check, before Prefect starts
@@ -517,9 +518,7 @@ def _demo(args: argparse.Namespace) -> int:
 
         find_browser()
     CONSOLE.say("Preparing the demo: generating data, training and registering a model ...")
-    from flows.startup import start_embedded_server
-
-    start_embedded_server()  # meanwhile (nothing to check first); run_audit joins it
+    _launch_server(args.prefect_api)  # meanwhile (nothing to check first); run_audit joins it
     if args.task == "binary":
         prepared = prepare_demo(n_per_group=args.n_per_group, seed=args.seed, progress=CONSOLE.say)
     else:
@@ -584,8 +583,9 @@ def _run_flow(config: dict, base_dir: str, debug: bool, api: PrefectApi | None =
     CONSOLE.say(_flow_start_message(api))
     from flows.startup import start_embedded_server
 
-    # the inputs passed their checks: Prefect's embedded server (if used) starts now, while
-    # the flow's modules are imported; run_audit joins it before the flow
+    # the inputs passed their checks: Prefect's embedded server (if used, and not launched
+    # already: _launch_server) starts now, while the flow's modules are imported; run_audit
+    # joins it before the flow
     start_embedded_server()
     from flows.audit import run_audit
 
@@ -594,12 +594,24 @@ def _run_flow(config: dict, base_dir: str, debug: bool, api: PrefectApi | None =
     return run
 
 
+def _launch_server(api: PrefectApi | None) -> None:
+    """Launch Prefect's embedded server process now when the audit will use it (no API chosen:
+    ``PrefectApi`` mode ``default``), without importing Prefect's server module
+    (:func:`flows.startup.launch_embedded_server`); the flow joins it."""
+    if api is not None and api.mode == "default":
+        from flows.startup import launch_embedded_server
+
+        launch_embedded_server()
+
+
 def _flow_start_message(api: PrefectApi | None) -> str:
     """Where the flow's runs go: a Prefect server, or the embedded one started now."""
     from prefect.settings import get_current_settings
 
+    from flows.startup import launched_api_url
+
     url = get_current_settings().api.url
-    if url:
+    if url and url != launched_api_url():
         mode = api.mode if api is not None else ""
         source = {"environment": "PREFECT_API_URL", "server": "fairengine server"}.get(
             mode, "Prefect profile"

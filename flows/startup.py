@@ -61,6 +61,11 @@ from typing import Any
 from fairengine import progress
 from fairengine.config import AuditConfig
 from fairengine.errors import OrchestrationUnavailableError
+from flows.embedded_server_process import (
+    EPHEMERAL_TIMEOUT,
+    EmbeddedServerProcess,
+    server_environment,
+)
 from flows.prefect_database import seed_database
 
 log = logging.getLogger(__name__)
@@ -71,8 +76,6 @@ THREAD_NAME = "fairengine-prefect-server"
 """The background thread that starts the embedded server."""
 PROGRESS_STEP = "prefect_server"
 """The progress step of the server start (``[fairengine] prefect_server: ...``)."""
-EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
-"""Prefect's message when its embedded (ephemeral) server does not start in time."""
 
 
 def embedded_server_timeout_message() -> str:
@@ -154,13 +157,19 @@ class ServerStart:
     answered: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
-        """The background thread: start the server (:func:`embedded_server_settings`); keep
-        the error for :meth:`join`."""
-        from prefect.settings import temporary_settings
+        """The background thread: start the server (:func:`embedded_server_settings`), or wait
+        for the one :func:`launch_embedded_server` launched; keep the error for :meth:`join`."""
+        from prefect.settings import (
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+            temporary_settings,
+        )
 
         try:
-            with temporary_settings(updates=embedded_server_settings()):
-                self.server.start()
+            if isinstance(self.server, EmbeddedServerProcess):
+                self.server.wait(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+            else:
+                with temporary_settings(updates=embedded_server_settings()):
+                    self.server.start()
         except BaseException as exc:  # re-raised on the joining thread
             self.error = exc
         finally:
@@ -182,10 +191,15 @@ class ServerStart:
             self.thread.join()
         _forget(self)
         waited = time.perf_counter() - waited
+        launched = isinstance(self.server, EmbeddedServerProcess)
         if self.error is None:
+            if launched:  # its port may have changed (taken): before any client is made
+                self.server.point_prefect_here()
             progress.report(PROGRESS_STEP, f"finished in {self.seconds:.1f} s")
             return waited
         progress.report(PROGRESS_STEP, "failed")
+        if launched:
+            self.server.stop()
         if EPHEMERAL_TIMEOUT in str(self.error):
             raise OrchestrationUnavailableError(embedded_server_timeout_message()) from None
         raise self.error
@@ -223,6 +237,49 @@ def start_embedded_server() -> ServerStart | None:
         if _pending is not None:  # another thread began one meanwhile
             return _pending
         start = ServerStart(module.SubprocessASGIServer(), time.perf_counter())
+        start.thread = threading.Thread(target=start.run, name=THREAD_NAME, daemon=True)
+        _pending = start
+    progress.report(PROGRESS_STEP, "started")
+    start.thread.start()
+    return start
+
+
+_launched: EmbeddedServerProcess | None = None
+"""The server process :func:`launch_embedded_server` launched in this process."""
+
+
+def launched_api_url() -> str | None:
+    """The API address of the server :func:`launch_embedded_server` launched, while it runs."""
+    return _launched.api_url if _launched is not None and _launched.running else None
+
+
+def launch_embedded_server() -> ServerStart | None:
+    """Launch Prefect's embedded server process without importing Prefect's server module
+    (:mod:`flows.embedded_server_process`; the ``fairengine`` command's way, its process being
+    the audit's alone) and point this process's Prefect settings at it; ``None`` when the
+    embedded server does not apply (:func:`embedded_server_applies`) or runs already. A start
+    begun before and not joined yet is returned again. As with
+    :func:`start_embedded_server`, the caller joins the start before any Prefect client is
+    made (:func:`prepare_while_server_starts` does)."""
+    global _pending, _launched
+    with _lock:
+        if _pending is not None:
+            return _pending
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    if not embedded_server_applies() or embedded_server_running():
+        return None
+    from prefect.settings import temporary_settings
+
+    seed_database()
+    begun = time.perf_counter()
+    with temporary_settings(updates=embedded_server_settings()):
+        server = EmbeddedServerProcess(server_environment())
+    server.launch()
+    server.point_prefect_here()
+    with _lock:
+        _launched = server
+        start = ServerStart(server, begun)
         start.thread = threading.Thread(target=start.run, name=THREAD_NAME, daemon=True)
         _pending = start
     progress.report(PROGRESS_STEP, "started")
@@ -331,7 +388,7 @@ def import_warmups(cfg: AuditConfig) -> list[WarmUp]:
     """What the configured steps will import, in the order worth doing it while the server
     starts: MLflow and the model flavour's loader when ``model.uri`` is an MLflow URI
     (``load_model`` runs whatever the cache holds), the report's modules (``render_report``,
-    every audit), torch when a method that runs on the model with it is on, and Great
+    every audit), and Great
     Expectations when ``validate_data`` is sure to run (:func:`validation_will_run`; a re-run
     reads its result from the cache and never imports it)."""
     from tasks.settings import default_tracking_uri
@@ -342,9 +399,8 @@ def import_warmups(cfg: AuditConfig) -> list[WarmUp]:
         tracking_uri = cfg.mlflow.tracking_uri or default_tracking_uri()
         out.append(WarmUp("model loader", _model_loader(cfg.model.uri, tracking_uri)))
     out.append(WarmUp("report", _import("tasks.report")))
-    methods = cfg.methods
-    if cfg.model.uri and (methods.individual_fairness.enabled or methods.fliptest.enabled):
-        out.append(WarmUp("torch", _import("torch")))  # they run on the model (torch)
+    # not torch: the warm-ups run for a likely re-run, whose FlipTest and individual-fairness
+    # results come from the cache without it (fairengine.transport imports it on first use)
     if validation_will_run(cfg):
         great_expectations = _import(
             "great_expectations",

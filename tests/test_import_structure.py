@@ -199,3 +199,24 @@ def test_only_the_front_door_refers_upward() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_the_audit_flow_imports_torch_and_pot_only_with_a_transport_map() -> None:
+    """Importing the audit flow (every step and resampler) loads neither torch nor POT: they
+    come with the first transport map (``fairengine.transport`` exports lazily; FlipTest
+    imports the maps where it fits them), so an audit without FlipTest or individual fairness,
+    or one that reads their results from the cache, does not pay their import (1.5 s). The
+    maps still load through the package's names."""
+    code = (
+        "import sys\n"
+        "import flows.audit, fairengine.fliptest.resampler, fairengine.fliptest.statistics\n"
+        "before = sorted(m for m in ('torch', 'ot') if m in sys.modules)\n"
+        "from fairengine.transport import ESTIMATORS, EntropicMap\n"
+        "assert ESTIMATORS['entropic'] is EntropicMap\n"
+        "print(before, sorted(m for m in ('torch', 'ot') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[] ['ot', 'torch']", out.stdout

@@ -169,26 +169,50 @@ def test_the_embedded_server_skips_block_registration_unless_the_user_set_it(
 
 @pytest.mark.flow
 def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path: Path) -> None:
-    """`fairengine audit`: the server start begins before the flow's modules are imported (the
-    start overlaps that import) and has answered before the first step starts."""
+    """`fairengine audit`: the CLI launches Prefect's embedded server process itself once the
+    config is read, before the data checks and the flow's modules (the start overlaps both),
+    without importing Prefect's server module; the server has answered before the first step,
+    the flow run is recorded on it, and it is stopped when the process ends."""
     config = scored_case(tmp_path)
     (tmp_path / "audit.yaml").write_text(json.dumps(config))
     script = f"""
-        import json, sys
+        import json, os, sys
+        import psutil
         from flows import startup
 
         order = []
-        begin = startup.start_embedded_server
+        launch = startup.launch_embedded_server
 
         def spy():
-            order.append(("start", "flows.audit" in sys.modules))
-            return begin()
+            order.append(("launch", "flows.preflight" in sys.modules, "flows.audit" in sys.modules))
+            return launch()
 
-        startup.start_embedded_server = spy
+        startup.launch_embedded_server = spy
         from flows.cli import main
 
         code = main(["audit", "--config", {str(tmp_path / "audit.yaml")!r}])
-        print(json.dumps({{"code": code, "order": order}}))
+        import httpx
+
+        url = os.environ["PREFECT_API_URL"]
+        runs = httpx.post(
+            url + "/flow_runs/filter",
+            json={{"flows": {{"name": {{"any_": ["fairness-audit"]}}}}}},
+        ).json()
+        process = startup._launched.server_process
+        env = psutil.Process(process.pid).environ()
+        servers = [
+            p.pid for p in psutil.Process().children(recursive=True)
+            if "prefect.server.api.server:create_app" in " ".join(p.cmdline())
+        ]
+        names = [*startup.SKIPPED_AT_START, "PREFECT__SERVER_EPHEMERAL", "PREFECT_UI_ENABLED"]
+        names.append("PREFECT_API_URL")
+        print(json.dumps({{
+            "code": code, "order": order, "url": url, "pid": process.pid, "servers": servers,
+            "launched_url": startup.launched_api_url(),
+            "server_module": "prefect.server.api.server" in sys.modules,
+            "runs": [r["state_type"] for r in runs],
+            "env": {{k: env.get(k) and env[k].lower() for k in names}},
+        }}))
     """
     env = fresh_env(tmp_path)
     path = tmp_path / "cli.py"
@@ -199,12 +223,27 @@ def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["code"] == 0
-    assert got["order"][0] == ["start", False]  # before `from flows.audit import run_audit`
+    assert got["order"] == [["launch", False, False]]  # before the data checks and the flow
+    assert got["server_module"] is False  # the CLI process never imported it
+    assert got["servers"] == [got["pid"]]  # one server: the launched one
+    assert got["launched_url"] == got["url"]
+    assert got["runs"] == ["COMPLETED"]  # the flow ran on it
+    assert got["env"] == {
+        "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+        "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT_API_URL": None,  # it serves the API, it reports to none
+    }
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("[fairengine] ")]
     started = next(i for i, ln in enumerate(lines) if "prefect_server: started" in ln)
     answered = next(i for i, ln in enumerate(lines) if "prefect_server: finished in" in ln)
     first_step = next(i for i, ln in enumerate(lines) if "load_data: started" in ln)
     assert started < answered < first_step, lines
+    assert any("Prefect embedded mode" in ln for ln in lines), lines
+    import psutil
+
+    assert not psutil.pid_exists(got["pid"])  # stopped when the CLI's process ended
 
 
 def test_with_an_api_url_nothing_starts_and_only_the_extra_warm_ups_run(
@@ -284,7 +323,8 @@ def test_great_expectations_is_warmed_only_when_validation_is_sure_to_run(
     model_case["columns"] = {"label": "y", "protected": ["sex"]}
     with_model = AuditConfig.from_dict(model_case)
     names = [w.name for w in import_warmups(with_model)]
-    assert names[0] == "model loader" and "torch" in names  # individual fairness is on
+    # not torch, though individual fairness is on: a re-run reads its result from the cache
+    assert names == ["model loader", "report", "Great Expectations"]  # (cache off)
 
 
 @pytest.mark.flow

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -55,17 +55,11 @@ from fairengine.fliptest.transparency import marginal_histograms
 from fairengine.library_threads import small_problem_threads
 from fairengine.multiplicity import adjust_pvalues
 from fairengine.results import Artifact, Finding, Interval, MethodResult
-from fairengine.transport import (
-    EntropicMap,
-    ExactOTMap,
-    GANMap,
-    LinearOTMap,
-    MapCache,
-    validate_map,
-)
 from fairengine.transport._base import TransportConvergenceError, TransportMap, as_points
-from fairengine.transport.entropic import NUMPY_MAX_ENTRIES
-from fairengine.transport.validation import MapValidation
+from fairengine.transport.persistence import MapCache
+
+if TYPE_CHECKING:
+    from fairengine.transport.validation import MapValidation
 
 METHOD = "fliptest"
 TITLE = "FlipTest: optimal-transport counterparts, flipsets and transparency reports"
@@ -123,6 +117,8 @@ def map_device(config: FlipTestConfig) -> str:
     iteration costs less on the CPU than launching the GPU's kernels for it."""
     if config.estimator not in ("entropic", "gan"):
         return "cpu"
+    from fairengine.transport.entropic import NUMPY_MAX_ENTRIES
+
     small = config.estimator == "entropic" and config.max_per_group**2 <= NUMPY_MAX_ENTRIES
     if config.device == "auto" and small:
         return "cpu"
@@ -131,7 +127,10 @@ def map_device(config: FlipTestConfig) -> str:
 
 def make_estimator(config: FlipTestConfig, seed: int, device: str | None = None) -> TransportMap:
     """The transport map configured by ``config``, on ``device`` (default
-    :func:`map_device`)."""
+    :func:`map_device`). Imports the map's module (torch or POT) here, on first use: an
+    audit whose FlipTest comes from the cache never imports them."""
+    from fairengine.transport import EntropicMap, ExactOTMap, GANMap, LinearOTMap
+
     device = map_device(config) if device is None else device
     # held, not rejected: halves and resamples of one group often have constant one-hot columns
     hold = "hold"
@@ -723,6 +722,8 @@ def _validate(
     recorded as ``epsilon_used``); if none converges the stratum's entry holds the ``error``
     and a warning instead of stopping FlipTest. ``decide`` None (outcomes that are not
     decisions: regression with δ, multiclass) leaves out the decision-rate checks."""
+    from fairengine.transport.validation import validate_map
+
     out: dict[str, MapValidationReport | MapValidationFailure] = {}
     for s in np.unique(ss):
         eps = res.epsilon.get(str(s))

@@ -38,9 +38,10 @@ For one direction S → S′ with n source rows, the statistics are the flip rat
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 import numpy as np
 from sklearn.base import clone
@@ -54,9 +55,18 @@ from fairengine.fliptest.transparency import (
 )
 from fairengine.results import ResamplingPart
 from fairengine.transport._base import TransportMap
-from fairengine.transport.entropic import EntropicMap
-from fairengine.transport.entropic_batch import reweighted_refits, split_refits
 from fairengine.transport.persistence import MapCache
+
+if TYPE_CHECKING:
+    from fairengine.transport.entropic import EntropicMap
+
+
+def _entropic(m: object) -> TypeGuard[EntropicMap]:
+    """Whether ``m`` is an :class:`~fairengine.transport.entropic.EntropicMap`, without
+    importing its module (torch): no object is one unless that module was imported."""
+    module = sys.modules.get("fairengine.transport.entropic")
+    return module is not None and isinstance(m, module.EntropicMap)
+
 
 KINDS = BINARY_KINDS
 """The flipsets of the paper's binary rule (other tasks: :attr:`FlipRule.kinds`)."""
@@ -455,7 +465,7 @@ def permutation_rates(
     model seeing ``target``); otherwise None."""
     n = len(labels)
     rates = np.empty((n, len(rule.kinds)))
-    invertible = all(isinstance(m, EntropicMap) for m in est.values())
+    invertible = all(_entropic(m) for m in est.values())
     reverse = np.empty((n, len(rule.kinds))) if invertible else None
     pool = np.vstack([xs, xt])
     pool_strata = np.concatenate([ss, st])
@@ -520,6 +530,8 @@ def _bootstrap_images(
     if n_draws and all(
         _reweightable(fitted[s], int(np.sum(ss == s)), int(np.sum(st == s))) for s in strata
     ):
+        from fairengine.transport.entropic_batch import reweighted_refits
+
         batched[:] = True
         for s in strata:
             si, ti = np.flatnonzero(ss == s), np.flatnonzero(st == s)
@@ -577,7 +589,9 @@ def _selfmap_images(
     batched: list[list[np.ndarray]] = [[] for _ in range(n_rep)]
     ok = np.zeros(n_rep, bool)
     fixed = [est[s] for s in strata]
-    if n_rep and all(isinstance(m, EntropicMap) and m.epsilon is not None for m in fixed):
+    if n_rep and all(_entropic(m) and m.epsilon is not None for m in fixed):
+        from fairengine.transport.entropic_batch import split_refits
+
         ok[:] = True
         for j, s in enumerate(strata):
             rows = np.flatnonzero(ss == s)
@@ -624,8 +638,10 @@ def _permutation_split_images(
     if not n_rep:
         return None
     strata = list(np.unique(pool_strata))
-    if not all(isinstance(est.get(s), EntropicMap) and est[s].epsilon is not None for s in strata):
+    if not all(_entropic(est.get(s)) and est[s].epsilon is not None for s in strata):
         return None
+    from fairengine.transport.entropic_batch import split_refits
+
     images = [np.empty((int(lab.sum()), pool.shape[1])) for lab in labels]
     inverse = [np.empty((int((~lab).sum()), pool.shape[1])) for lab in labels]
     ok = np.ones(n_rep, bool)
@@ -648,7 +664,7 @@ def _reweightable(m: TransportMap, n_source: int, n_target: int) -> bool:
     """A fitted entropic map whose anchors and support are all of its fit sample, in order, and
     small enough for the batched solve's float64 matrices (:data:`BATCH_MAX_ENTRIES`)."""
     return (
-        isinstance(m, EntropicMap)
+        _entropic(m)
         and len(m.anchors_) == n_source
         and len(m.support_) == n_target
         and n_source * n_target <= BATCH_MAX_ENTRIES
