@@ -28,12 +28,19 @@ The overlap moves work, it removes none: it pays where a core is free (the demo'
 as a CLI call, 9.5-9.7 s against 11.5-13.1 s), and not on a machine whose cores are busy,
 where the server and the audit share the same CPU time (``benchmarks/results/startup.md``).
 
-:func:`start_embedded_server` begins step 1-2 earlier: the CLI calls it once its input checks
-passed, before it imports the flow's modules (torch, POT, the tasks), so that those imports
-overlap the start too; :func:`prepare_while_server_starts` then joins that start. Whoever
-starts it must let :func:`prepare_while_server_starts` (or :meth:`ServerStart.join`) join it
-before anything asks Prefect for a client: ``start()`` marks the server running before it
-answers.
+:func:`start_embedded_server` begins step 1-2 earlier; :func:`prepare_while_server_starts`
+then joins that start. Whoever starts it must let :func:`prepare_while_server_starts` (or
+:meth:`ServerStart.join`) join it before anything asks Prefect for a client: ``start()`` marks
+the server running before it answers.
+
+The ``fairengine`` command does better (:func:`launch_embedded_server`, called once the config
+is read, before the data checks and the flow's modules): it launches the same server process
+itself (:mod:`flows.embedded_server_process`: Prefect's command and environment) and points
+the process's Prefect settings at it with ``PREFECT_API_URL``, so the CLI process never
+imports Prefect's server module (step 1: 1.7-1.8 s of its one busy core) and the server starts
+during the data checks too. The demo's audit re-run from the cache: 9.5 s against 11.2 s
+(``benchmarks/results/startup.md``). ``fairengine.audit`` in a notebook keeps step 1-2: a
+user's later Prefect calls in that session must not be sent to a server of ours.
 
 Nothing starts when the embedded server does not apply (``PREFECT_API_URL`` set, e.g. by
 ``fairengine server``; ephemeral mode off; already inside a flow or task run) or already runs
