@@ -388,10 +388,10 @@ def _audit(args: argparse.Namespace) -> int:
     base_dir = cfg_path.parent.resolve()
     start = time.perf_counter()
     AuditConfig.from_dict(raw, base_dir=base_dir)  # config problems first, before heavy imports
-    _launch_server(args.prefect_api)  # it starts while the data and the model are checked
     from flows.preflight import preflight
 
     checked = preflight(raw, base_dir)  # every input check, before Prefect starts
+    _launch_server(args.prefect_api)  # the inputs passed: it starts while the flow is imported
     CONSOLE.say(
         f"Checked the config and {checked.n_rows:,} rows of data in "
         f"{time.perf_counter() - start:.1f} s"

@@ -33,13 +33,14 @@ then joins that start. Whoever starts it must let :func:`prepare_while_server_st
 :meth:`ServerStart.join`) join it before anything asks Prefect for a client: ``start()`` marks
 the server running before it answers.
 
-The ``fairengine`` command does better (:func:`launch_embedded_server`, called once the config
-is read, before the data checks and the flow's modules): it launches the same server process
-itself (:mod:`flows.embedded_server_process`: Prefect's command and environment) and points
-the process's Prefect settings at it with ``PREFECT_API_URL``, so the CLI process never
-imports Prefect's server module (step 1: 1.7-1.8 s of its one busy core) and the server starts
-during the data checks too. The demo's audit re-run from the cache: 9.5 s against 11.2 s
-(``benchmarks/results/startup.md``). ``fairengine.audit`` in a notebook keeps step 1-2: a
+The ``fairengine`` command does better (:func:`launch_embedded_server`, called once the inputs
+passed their checks, before the flow's modules are imported): it launches the same server
+process itself (:mod:`flows.embedded_server_process`: Prefect's command and environment) and
+points the process's Prefect settings at it with ``PREFECT_API_URL``, so the CLI process
+never imports Prefect's server module (step 1: 1.7-1.8 s of its one busy core). The demo's
+audit re-run from the cache: 9.5 s against 11.2 s (``benchmarks/results/startup.md``);
+launched before the data checks instead, 9.1-9.3 s against 8.9-9.2 s: no gain, and bad input
+would have started a server. ``fairengine.audit`` in a notebook keeps step 1-2: a
 user's later Prefect calls in that session must not be sent to a server of ours.
 
 Nothing starts when the embedded server does not apply (``PREFECT_API_URL`` set, e.g. by

@@ -170,8 +170,8 @@ def test_the_embedded_server_skips_block_registration_unless_the_user_set_it(
 @pytest.mark.flow
 def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path: Path) -> None:
     """`fairengine audit`: the CLI launches Prefect's embedded server process itself once the
-    config is read, before the data checks and the flow's modules (the start overlaps both),
-    without importing Prefect's server module; the server has answered before the first step,
+    inputs passed their checks, before the flow's modules (the start overlaps their import and
+    the steps' warm-ups), without importing Prefect's server module; the server has answered before the first step,
     the flow run is recorded on it, and it is stopped when the process ends."""
     config = scored_case(tmp_path)
     (tmp_path / "audit.yaml").write_text(json.dumps(config))
@@ -223,7 +223,7 @@ def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["code"] == 0
-    assert got["order"] == [["launch", False, False]]  # before the data checks and the flow
+    assert got["order"] == [["launch", True, False]]  # after the input checks, before the flow
     assert got["server_module"] is False  # the CLI process never imported it
     assert got["servers"] == [got["pid"]]  # one server: the launched one
     assert got["launched_url"] == got["url"]
