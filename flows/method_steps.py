@@ -30,6 +30,7 @@ from prefect.futures import as_completed
 from fairengine import progress, worker_processes
 from fairengine.config import AuditConfig
 from fairengine.dataset import AuditDataset
+from fairengine.fliptest.method import pair_modules
 from fairengine.library_threads import concurrent_tasks_single_threaded, single_threaded
 from fairengine.prediction_task import not_applicable_reason
 from fairengine.registry import METHODS, MethodSpec
@@ -94,7 +95,7 @@ def warm_worker_processes(cfg: AuditConfig, model_given: bool) -> None:
         return
     # not MLflow: a scikit-learn model's handle reaches the workers as the estimator alone
     # (fairengine.model_scores.RawModelScores); a custom pyfunc's imports MLflow when unpickled
-    modules = ["fairengine.fliptest.resampler"]
+    modules = ["fairengine.fliptest.resampler", *pair_modules(cfg.methods.fliptest)]
     if cfg.methods.permutation_tests.enabled:  # the decision step's large batches
         modules.append("fairengine.permutation")
     worker_processes.warm_up(tuple(modules))

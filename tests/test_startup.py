@@ -171,8 +171,9 @@ def test_the_embedded_server_skips_block_registration_unless_the_user_set_it(
 def test_the_cli_starts_the_server_before_the_flow_modules_and_joins_it(tmp_path: Path) -> None:
     """`fairengine audit`: the CLI launches Prefect's embedded server process itself once the
     inputs passed their checks, before the flow's modules (the start overlaps their import and
-    the steps' warm-ups), without importing Prefect's server module; the server has answered before the first step,
-    the flow run is recorded on it, and it is stopped when the process ends."""
+    the steps' warm-ups), without importing Prefect's server module; the server has answered
+    before the first step, the flow run is recorded on it, and it is stopped when the process
+    ends."""
     config = scored_case(tmp_path)
     (tmp_path / "audit.yaml").write_text(json.dumps(config))
     script = f"""
@@ -414,7 +415,16 @@ def test_a_first_audit_starts_the_worker_processes_and_a_rerun_warms_the_imports
     config["methods"]["fliptest"] = {"enabled": True}
     assert audit.run_audit(config) == "ran"
     assert calls == [(1, False)]
-    assert warmed == [("fairengine.fliptest.resampler",)]  # no MLflow: see RawModelScores
+    # no MLflow (see RawModelScores); the map's torch and the validation's POT, which
+    # FlipTest imports on first use (else in each worker with its first pair)
+    assert warmed == [
+        (
+            "fairengine.fliptest.resampler",
+            "fairengine.transport.entropic",
+            "fairengine.transport.entropic_batch",
+            "fairengine.transport.validation",
+        )
+    ]
     (tmp_path / "cache" / "keys").mkdir(parents=True)
     assert audit.run_audit(config) == "ran"
     assert calls[-1] == (0, True) and len(warmed) == 1

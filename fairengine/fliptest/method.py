@@ -125,6 +125,24 @@ def map_device(config: FlipTestConfig) -> str:
     return resolve_device(config.device, "methods.fliptest.device")
 
 
+MAP_MODULES = {
+    "entropic": ("fairengine.transport.entropic", "fairengine.transport.entropic_batch"),
+    "exact": ("fairengine.transport.exact",),
+    "linear": ("fairengine.transport.linear",),
+    "gan": ("fairengine.transport.gan",),
+}
+"""The modules of each configured map (``methods.fliptest.estimator``): torch for the entropic
+and GAN maps, POT for the exact one."""
+
+
+def pair_modules(config: FlipTestConfig) -> tuple[str, ...]:
+    """What a pair of groups imports to run (:func:`make_estimator`'s map, the held-out
+    validation with POT and torch): the modules worth importing ahead in the worker processes
+    (``flows.method_steps.warm_worker_processes``), since this module imports them only on
+    first use."""
+    return (*MAP_MODULES.get(config.estimator, ()), "fairengine.transport.validation")
+
+
 def make_estimator(config: FlipTestConfig, seed: int, device: str | None = None) -> TransportMap:
     """The transport map configured by ``config``, on ``device`` (default
     :func:`map_device`). Imports the map's module (torch or POT) here, on first use: an
