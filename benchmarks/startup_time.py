@@ -133,6 +133,16 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
 
         module.run_audit = run_audit
 
+    def server_answered(process: Any) -> None:
+        mark("server_healthy")
+        try:  # CPU seconds the server process used until it answered
+            import psutil
+
+            cpu = psutil.Process(process.pid).cpu_times()
+            marks["server_cpu"] = cpu.user + cpu.system
+        except Exception:  # psutil missing or the process gone: not measured
+            pass
+
     def after_server_module(module: Any) -> None:
         mark("server_module_imported")
         start = module.SubprocessASGIServer.start
@@ -142,14 +152,7 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
                 return start(self, *args, **kwargs)
             marks.setdefault("server_start_begin", time.time())
             out = start(self, *args, **kwargs)
-            mark("server_healthy")
-            try:  # CPU seconds the server process used until it answered
-                import psutil
-
-                cpu = psutil.Process(self.server_process.pid).cpu_times()
-                marks["server_cpu"] = cpu.user + cpu.system
-            except Exception:  # psutil missing or the process gone: not measured
-                pass
+            server_answered(self.server_process)
             return out
 
         module.SubprocessASGIServer.start = timed_start
@@ -165,14 +168,7 @@ def child(marks_path: Path, cli_args: list[str]) -> None:
 
         def timed_wait(self: Any, *args: Any, **kwargs: Any) -> None:
             wait(self, *args, **kwargs)
-            mark("server_healthy")
-            try:  # CPU seconds the server process used until it answered
-                import psutil
-
-                cpu = psutil.Process(self.server_process.pid).cpu_times()
-                marks["server_cpu"] = cpu.user + cpu.system
-            except Exception:  # psutil missing or the process gone: not measured
-                pass
+            server_answered(self.server_process)
 
         cls.launch, cls.wait = timed_launch, timed_wait
 
