@@ -391,13 +391,13 @@ def _audit(args: argparse.Namespace) -> int:
     from flows.preflight import preflight
 
     checked = preflight(raw, base_dir)  # every input check, before Prefect starts
-    _launch_server(args.prefect_api)  # the inputs passed: it starts while the flow is imported
     CONSOLE.say(
         f"Checked the config and {checked.n_rows:,} rows of data in "
         f"{time.perf_counter() - start:.1f} s"
     )
     for warning in checked.warnings:
         CONSOLE.say(f"warning: {warning}")
+    _launch_server(args.prefect_api)  # the inputs passed: it starts while the flow is imported
     store_down = checked.mlflow_down
     if store_down:
         assert checked.store is not None

@@ -110,9 +110,29 @@ class _NoTraceback(logging.Filter):
         return True
 
 
+class _NoDataWarningEcho(logging.Filter):
+    """Without ``--debug``, on the console only: the data warnings that ``load_data`` logs to
+    the flow run (:data:`tasks.data.WARNING_FORMAT`; still sent to the Prefect API, so a
+    server's UI shows them) are dropped: the CLI prints each of them itself, after its input
+    checks and again with the outcome."""
+
+    def __init__(self, message_format: str) -> None:
+        super().__init__()
+        self.message_format = message_format
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.name.startswith("prefect.task_runs") and record.msg == self.message_format
+        )
+
+
 def quiet_engine_tracebacks() -> None:
-    """Once Prefect is imported: its handlers drop tracebacks and engine failure copies."""
+    """Once Prefect is imported: its handlers drop tracebacks and engine failure copies, and
+    its console the data warnings the CLI prints itself."""
     import prefect  # noqa: F401 - configures Prefect's handlers, which get the filter
+    from prefect.logging.handlers import APILogHandler
+
+    from tasks.data import WARNING_FORMAT
 
     loggers = [logging.getLogger()] + [
         logging.getLogger(name)
@@ -122,3 +142,5 @@ def quiet_engine_tracebacks() -> None:
     for logger in loggers:
         for handler in logger.handlers:
             handler.addFilter(_NoTraceback())
+            if not isinstance(handler, APILogHandler):
+                handler.addFilter(_NoDataWarningEcho(WARNING_FORMAT))

@@ -98,6 +98,11 @@ def resolve_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedD
     )
 
 
+WARNING_FORMAT = "Data: %s"
+"""How :func:`load_data` logs each data warning to the flow run's log (the CLI, which prints
+the same warnings itself, keeps these records off its console: ``flows.cli_console``)."""
+
+
 @task(name="load-data", cache_policy=NO_CACHE)
 def load_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedData:
     """Read and clean the audit table (see :func:`resolve_data`); log every warning."""
@@ -110,7 +115,7 @@ def load_data(cfg: AuditConfig, frame: pd.DataFrame | None = None) -> LoadedData
         loaded.source["source"],
     )
     for message in loaded.warnings:
-        logger.warning("Data: %s", message)
+        logger.warning(WARNING_FORMAT, message)
     return loaded
 
 

@@ -408,3 +408,26 @@ def test_an_embedded_prefect_server_that_does_not_start_exits_5_with_what_to_do(
     assert "fairengine server start" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "fe-home" / "reports").exists()
+
+
+def test_a_data_warning_is_printed_by_the_cli_not_echoed_by_prefects_console(
+    tmp_path: Path,
+) -> None:
+    """A warning about the data (here a CSV separated by ', ') is printed by the CLI after its
+    input checks and with the outcome, once each; Prefect's console no longer repeats the
+    flow run's copy of it (a timestamped `| WARNING | Task run 'load-data-...'` line). With
+    --debug, Prefect's output is left whole."""
+    frame = scored_frame(600)
+    (tmp_path / "data.csv").write_text(frame.to_csv(index=False).replace(",", ", "))
+    cfg = write_case(tmp_path, BASE)
+    env = {"FAIRENGINE_HOME": str(tmp_path / "home")}
+    plain = cli("audit", "--config", str(cfg), env=env)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    said = [ln for ln in plain.stderr.splitlines() if "and a space" in ln]
+    assert len(said) == 1 and said[0].startswith("[fairengine] warning: "), plain.stderr
+    assert sum("and a space" in ln for ln in plain.stdout.splitlines()) == 1, plain.stdout
+    assert "| WARNING |" not in plain.stderr, plain.stderr
+    debug = cli("audit", "--config", str(cfg), "--debug", env=env)
+    assert debug.returncode == 0, debug.stderr[-3000:]
+    echoed = [ln for ln in debug.stderr.splitlines() if "| WARNING |" in ln and "Data: " in ln]
+    assert echoed and "and a space" in echoed[0], debug.stderr[-3000:]
