@@ -154,10 +154,14 @@ class EmbeddedServerProcess:
 
     def point_prefect_here(self) -> None:
         """Make this process's Prefect settings (and its future children) use this server:
-        ``PREFECT_API_URL`` in ``os.environ``, Prefect's global settings re-read."""
+        ``PREFECT_API_URL`` in ``os.environ``, Prefect's global settings re-read. Unless set,
+        ``PREFECT_UI_URL`` is set empty: the server serves no UI (as Prefect's own embedded
+        server), and Prefect would otherwise derive one from the API's address and log a
+        "View at" link to it."""
         from prefect.context import refresh_global_settings_context
 
         os.environ["PREFECT_API_URL"] = self.api_url
+        os.environ.setdefault("PREFECT_UI_URL", "")
         refresh_global_settings_context()
 
     def wait(self, timeout: float) -> None:

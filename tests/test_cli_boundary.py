@@ -416,7 +416,8 @@ def test_a_data_warning_is_printed_by_the_cli_not_echoed_by_prefects_console(
     """A warning about the data (here a CSV separated by ', ') is printed by the CLI after its
     input checks and with the outcome, once each; Prefect's console no longer repeats the
     flow run's copy of it (a timestamped `| WARNING | Task run 'load-data-...'` line). With
-    --debug, Prefect's output is left whole."""
+    --debug, Prefect's output is left whole, without a link to a UI the embedded server does
+    not serve."""
     frame = scored_frame(600)
     (tmp_path / "data.csv").write_text(frame.to_csv(index=False).replace(",", ", "))
     cfg = write_case(tmp_path, BASE)
@@ -431,3 +432,5 @@ def test_a_data_warning_is_printed_by_the_cli_not_echoed_by_prefects_console(
     assert debug.returncode == 0, debug.stderr[-3000:]
     echoed = [ln for ln in debug.stderr.splitlines() if "| WARNING |" in ln and "Data: " in ln]
     assert echoed and "and a space" in echoed[0], debug.stderr[-3000:]
+    # the CLI's embedded server serves no UI: no "View at" link to one
+    assert "View at" not in debug.stderr, debug.stderr[-3000:]
