@@ -63,6 +63,9 @@ def quiet_library_output() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # runner: dask: the scheduler's and nannies' INFO lines (about 30 an audit); Dask reads its
+    # config from the environment at import, its worker processes inherit it
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
     # advice to library authors (MLflow's "add type hints to predict", deprecations) is not
     # for the person running an audit; --debug shows it
     warnings.showwarning = _show_own_warnings
