@@ -100,3 +100,46 @@ def test_dask_runner_gives_the_same_audit_as_the_thread_pool(tmp_path: Path) -> 
     finally:
         leftovers = stop_all(procs)
         assert not any(leftovers.values()), leftovers
+
+
+def test_the_cli_runs_dask_on_its_own_embedded_server(tmp_path: Path) -> None:
+    """Without any Prefect server, `fairengine audit` with `runner: dask` runs: the CLI's
+    embedded server process is in PREFECT_API_URL before the runner is made, so the Dask
+    workers report to it (``fairengine.audit`` in Python refuses instead: in Prefect's own
+    embedded mode each worker would start a server of its own)."""
+    rng = np.random.default_rng(7)
+    n = 800
+    frame = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "y": rng.binomial(1, 0.4, n)})
+    frame["score"] = np.clip(rng.normal(0.3 + 0.3 * frame["y"], 0.2), 0, 1)
+    frame.to_csv(tmp_path / "scored.csv", index=False)
+    config = {
+        "data": {"path": "scored.csv"},
+        "columns": {"label": "y", "protected": ["sex"], "score": "score"},
+        "methods": {"permutation_tests": {"n_permutations": 199}},
+        "output": {"dir": str(tmp_path / "out")},
+        "mlflow": {"enabled": False},
+        "cache": {"enabled": False},
+        "runner": {"kind": "dask", "dask_workers": 2},
+    }
+    path = tmp_path / "dask.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = clean_env(
+        PREFECT_HOME=str(tmp_path / "prefect-home"), FAIRENGINE_HOME=str(tmp_path / "fe")
+    )
+    assert "PREFECT_API_URL" not in env
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "audit", "--config", str(path), "--debug"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "Receive client connection: PrefectDaskClient" in done.stderr  # through Dask
+    (saved,) = (tmp_path / "out").rglob("audit.json")
+    result = json.loads(saved.read_text())
+    assert {m["method"] for m in result["methods"] if m["status"] == "ok"} >= {
+        "group_parity",
+        "permutation_tests",
+    }
