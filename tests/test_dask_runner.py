@@ -19,6 +19,10 @@ import yaml
 from deployments_support import clean_env, healthy, start_prefect_server, stop_all, wait_until
 
 pytestmark = pytest.mark.flow
+DASK_LOG = "DASK_LOGGING__DISTRIBUTED"
+"""Dask's log level, which the CLI sets (without --debug) in its own environment: a test that
+called the CLI in this process left it in ``os.environ``, and the audits here must not
+inherit it (their --debug runs read the scheduler's log)."""
 
 
 def comparable(result: dict) -> dict:
@@ -65,6 +69,7 @@ def test_dask_runner_gives_the_same_audit_as_the_thread_pool(tmp_path: Path) -> 
                 PREFECT_HOME=str(tmp_path / f"home-{kind}"),
                 FAIRENGINE_HOME=str(tmp_path / f"fe-{kind}"),
             )
+            env.pop(DASK_LOG, None)  # an in-process CLI call of another test may have set it
             # --debug for the Dask run: its scheduler's log (quiet otherwise) shows that the
             # run really went through Dask
             debug = ["--debug"] if kind == "dask" else []
@@ -126,6 +131,7 @@ def test_the_cli_runs_dask_on_its_own_embedded_server(tmp_path: Path) -> None:
     env = clean_env(
         PREFECT_HOME=str(tmp_path / "prefect-home"), FAIRENGINE_HOME=str(tmp_path / "fe")
     )
+    env.pop(DASK_LOG, None)  # an in-process CLI call of another test may have set it
     assert "PREFECT_API_URL" not in env
     done = subprocess.run(
         [sys.executable, "-m", "flows.cli", "audit", "--config", str(path), "--debug"],
